@@ -1,0 +1,8 @@
+"""gpusim: a cycle-level GPU SM microarchitecture simulator."""
+
+from .analytic.occupancy import OccupancyResult, occupancy
+from .arch import ArchSpec, known_archs, load_arch
+from .errors import ArchError, GpusimError
+
+__version__ = "0.1.0"
+__all__ = ["ArchError", "ArchSpec", "GpusimError", "OccupancyResult", "known_archs", "load_arch", "occupancy"]

@@ -1,0 +1,1 @@
+"""Pure functions of (spec, inputs): occupancy, and later bank conflicts, coalescing, rooflines."""

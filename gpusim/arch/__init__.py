@@ -1,0 +1,6 @@
+"""Architecture specs: frozen attrs classes and the YAML loader."""
+
+from .load import arch_dir, known_archs, load_arch, load_arch_file, parse_arch
+from .spec import ArchSpec
+
+__all__ = ["ArchSpec", "arch_dir", "known_archs", "load_arch", "load_arch_file", "parse_arch"]

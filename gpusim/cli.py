@@ -1,0 +1,117 @@
+"""Command line: a thin layer over the library API. Errors are one line, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+from . import __version__
+from .errors import GpusimError
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
+
+
+def parse_size(text: str) -> int:
+    """'65536', '64K', '64KB', '64KiB', '1M' -> bytes (K = 1024)."""
+    m = _SIZE.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected a byte count such as 49152, 48K or 1M, got '{text}'")
+    scale = {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    return int(m.group(1)) * scale
+
+
+def _int_arg(minimum: int, maximum: int | None = None):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+            raise argparse.ArgumentTypeError(f"expected an integer {bound}, got {value}")
+        return value
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gpusim", description="Cycle-level GPU SM simulator and CUDA-exact occupancy calculator.")
+    parser.add_argument("--version", action="version", version=f"gpusim {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    archs = sub.add_parser("archs", help="list the modelled architectures and their derived peaks")
+    archs.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+
+    occ = sub.add_parser("occupancy", help="theoretical occupancy of a launch, as CUDA's calculator computes it")
+    occ.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file")
+    occ.add_argument("--threads", required=True, type=_int_arg(1), help="threads per block")
+    occ.add_argument("--regs", required=True, type=_int_arg(1), help="registers per thread")
+    occ.add_argument("--smem", default=0, type=parse_size,
+                     help="shared memory per block, static + dynamic (bytes; 48K, 64KB, 1M accepted)")
+    occ.add_argument("--carveout", type=_int_arg(0, 100), default=None,
+                     help="shared-memory carveout preference in percent (default: the device default, maximum)")
+    occ.add_argument("--barriers", type=_int_arg(0), default=1, help="named barriers per block (default 1)")
+    occ.add_argument("--json", action="store_true", help="print the result as JSON")
+    occ.add_argument("--plot", action="store_true", help="write the calculator's three graphs under plots/")
+    occ.add_argument("--plot-dir", default="plots", help="directory for --plot (default: plots)")
+    return parser
+
+
+def _cmd_archs(args) -> int:
+    from .report.archs import arch_rows, print_arch_table
+
+    rows = arch_rows()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print_arch_table(rows)
+    return 0
+
+
+def _cmd_occupancy(args) -> int:
+    from .analytic.occupancy import occupancy
+    from .arch import load_arch
+
+    spec = load_arch(args.arch)
+    try:
+        result = occupancy(spec, args.threads, args.regs, args.smem, args.carveout, args.barriers)
+    except ValueError as exc:
+        raise GpusimError(f"gpusim occupancy: {exc}") from None
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        from .report.occupancy_table import print_occupancy
+
+        print_occupancy(spec, result)
+    if args.plot:
+        from .report.occupancy_plot import plot_occupancy
+
+        for path in plot_occupancy(spec, result, args.plot_dir):
+            print(path)
+    return 0
+
+
+_COMMANDS = {"archs": _cmd_archs, "occupancy": _cmd_occupancy}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except GpusimError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

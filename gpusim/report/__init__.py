@@ -1,0 +1,1 @@
+"""Human-facing output: tables and plots. Results stay records; these only render them."""

@@ -1,0 +1,28 @@
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARCH_NAMES = ["v100", "t4", "a100", "l40s", "h100", "h200", "b200", "b300"]
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m gpusim ARGS` as a user would; return the completed process."""
+    return subprocess.run([sys.executable, "-m", "gpusim", *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def occupancy_oracle(tmp_path_factory):
+    """CUDA's cuda_occupancy.h compiled into a small stdin/stdout program; skipped where absent."""
+    header = Path("/usr/local/cuda/include/cuda_occupancy.h")
+    compiler = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+    if not header.exists() or compiler is None:
+        pytest.skip("cuda_occupancy.h or a C++ compiler is not available")
+    exe = tmp_path_factory.mktemp("oracle") / "occupancy_oracle"
+    subprocess.run([compiler, "-O1", f"-I{header.parent}", str(ROOT / "tests/oracle/occupancy_oracle.cpp"),
+                    "-o", str(exe)], check=True, capture_output=True)
+    return exe
