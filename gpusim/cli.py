@@ -62,6 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
     occ.add_argument("--json", action="store_true", help="print the result as JSON")
     occ.add_argument("--plot", action="store_true", help="write the calculator's three graphs under plots/")
     occ.add_argument("--plot-dir", default="plots", help="directory for --plot (default: plots)")
+
+    workload = sub.add_parser("workload", help="inspect workload files")
+    wsub = workload.add_subparsers(dest="workload_command", required=True, parser_class=_Parser)
+    show = wsub.add_parser("show", help="launch, instruction mix, bytes and the first instructions of a warp")
+    show.add_argument("workload", help="path to a workload YAML file")
+    show.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
+                      help="override a parameter (repeatable), e.g. --set M=2048")
+    show.add_argument("--first", type=_int_arg(0), default=12, help="instructions of warp 0 to list (default 12)")
+    show.add_argument("--json", action="store_true", help="print the summary as JSON")
     return parser
 
 
@@ -99,7 +108,20 @@ def _cmd_occupancy(args) -> int:
     return 0
 
 
-_COMMANDS = {"archs": _cmd_archs, "occupancy": _cmd_occupancy}
+def _cmd_workload(args) -> int:
+    from .report.workload_show import mix_record, print_show
+    from .workload import kernel_mix, load_workload, parse_overrides
+
+    kernel = load_workload(args.workload, parse_overrides(args.set))
+    mix = kernel_mix(kernel)
+    if args.json:
+        print(json.dumps(mix_record(kernel, mix), indent=2))
+    else:
+        print_show(kernel, mix, args.first)
+    return 0
+
+
+_COMMANDS = {"archs": _cmd_archs, "occupancy": _cmd_occupancy, "workload": _cmd_workload}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,252 @@
+"""A loaded workload: launch configuration, buffers, parameters and the compiled program."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from .expr import MEMO_KEY, ExprError, compile_expr
+from .program import PC_STEP, ProgramCompiler, control_names
+from .yamlio import LineDict, WorkloadError, load_yaml_with_lines
+
+WARP_SIZE = 32  # lanes per warp in the workload model; every modelled architecture agrees (arch sm.warp_size)
+LANES = np.arange(WARP_SIZE, dtype=np.int64)
+FULL_MASK = (1 << WARP_SIZE) - 1
+
+# Names every expression may use. Per-warp identity names make a warp's control flow depend on which warp it is.
+BLOCK_INVARIANT = {"lane", "rep", "nblocks", "grid.x", "grid.y", "grid.z", "ntid", "ntid.x", "ntid.y", "ntid.z"}
+WARP_IN_BLOCK = {"tid", "tid.x", "tid.y", "tid.z", "warp"}
+PER_BLOCK = {"block.x", "block.y", "block.z", "blockid", "gtid"}
+BUILTIN_NAMES = BLOCK_INVARIANT | WARP_IN_BLOCK | PER_BLOCK
+
+TOP_KEYS = {"kernel", "description", "params", "buffers", "launch", "program"}
+LAUNCH_KEYS = {"grid", "block", "registers_per_thread", "shared_memory_bytes", "dynamic_shared_memory_bytes"}
+BUFFER_KEYS = {"space", "bytes"}
+GLOBAL_BASE = 1 << 32  # first global buffer; each starts on a 2 MiB boundary
+GLOBAL_ALIGN = 2 << 20
+SHARED_ALIGN = 128
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@attrs.frozen
+class Buffer:
+    name: str
+    space: str  # global | shared
+    bytes: int
+    base: int  # byte address (global) or offset within the block's shared memory
+
+
+@attrs.frozen
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    registers_per_thread: int
+    shared_memory_bytes: int  # static
+    dynamic_shared_memory_bytes: int
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def warps_per_block(self) -> int:
+        return -(-self.threads_per_block // WARP_SIZE)
+
+    @property
+    def nblocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def smem_per_block(self) -> int:
+        return self.shared_memory_bytes + self.dynamic_shared_memory_bytes
+
+
+@attrs.frozen
+class Kernel:
+    name: str
+    description: str
+    source: str
+    params: dict
+    launch: Launch
+    buffers: dict[str, Buffer]
+    program: tuple
+    exit_pc: int
+    control_names: frozenset[str]
+    control_uses_rand: bool
+    register_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # streams' resolved register names
+
+    @property
+    def total_warps(self) -> int:
+        return self.launch.nblocks * self.launch.warps_per_block
+
+    def warp_variance(self) -> str:
+        """How far warps' control flow can differ: 'none', 'warp_in_block' or 'every_warp'."""
+        if self.control_uses_rand or self.control_names & PER_BLOCK:
+            return "every_warp"
+        if self.control_names & WARP_IN_BLOCK:
+            return "warp_in_block"
+        return "none"
+
+    def initial_mask(self, warp_in_block: int) -> int:
+        live = self.launch.threads_per_block - warp_in_block * WARP_SIZE
+        return FULL_MASK if live >= WARP_SIZE else (1 << live) - 1
+
+    def base_env(self, block: int, warp_in_block: int) -> dict:
+        """The names an expression sees for one warp: lane-indexed arrays and uniform scalars."""
+        g, b = self.launch.grid, self.launch.block
+        ntid = self.launch.threads_per_block
+        tid = warp_in_block * WARP_SIZE + LANES
+        env = dict(self.params)
+        env.update({name: buf.base for name, buf in self.buffers.items()})
+        env.update({
+            "lane": LANES, "rep": 0, "warp": warp_in_block, "tid": tid,
+            "tid.x": tid % b[0], "tid.y": (tid // b[0]) % b[1], "tid.z": tid // (b[0] * b[1]),
+            "ntid": ntid, "ntid.x": b[0], "ntid.y": b[1], "ntid.z": b[2],
+            "blockid": block, "block.x": block % g[0], "block.y": (block // g[0]) % g[1],
+            "block.z": block // (g[0] * g[1]), "nblocks": self.launch.nblocks,
+            "grid.x": g[0], "grid.y": g[1], "grid.z": g[2], "gtid": block * ntid + tid,
+            MEMO_KEY: {},
+        })
+        return env
+
+
+def _parse_override(text: str):
+    if "=" not in text:
+        raise WorkloadError(f"--set {text}: expected NAME=VALUE")
+    name, value = (s.strip() for s in text.split("=", 1))
+    for cast in (int, float):
+        try:
+            return name, cast(value)
+        except ValueError:
+            pass
+    raise WorkloadError(f"--set {name}={value}: expected a number")
+
+
+def parse_overrides(items: list[str] | None) -> dict:
+    return dict(_parse_override(s) for s in items or [])
+
+
+class _Loader:
+    def __init__(self, path: Path):
+        self.path = path
+        self.source = str(path)
+
+    def fail(self, line: int, msg: str):
+        raise WorkloadError(f"{self.source}:{line}: {msg}")
+
+    def mapping(self, value, line: int, what: str, allowed: set[str] | None = None) -> LineDict:
+        if not isinstance(value, LineDict):
+            self.fail(line, f"{what}: expected a mapping, got {value!r}")
+        if allowed is not None:
+            extra = sorted(set(value) - allowed)
+            if extra:
+                self.fail(value.line, f"unknown key '{extra[0]}' in {what} (expected {', '.join(sorted(allowed))})")
+        return value
+
+    def const(self, text, line: int, what: str, env: dict, minimum: int | None = 1) -> int:
+        try:
+            value = compile_expr(text, f"{self.source}:{line}: {what}", env.__contains__, env).constant
+        except ExprError as exc:
+            raise WorkloadError(str(exc)) from None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(line, f"{what}: expected a whole number, got {value!r} from '{text}'")
+        if minimum is not None and value < minimum:
+            self.fail(line, f"{what}: expected at least {minimum}, got {value} from '{text}'")
+        return value
+
+    def params(self, data: LineDict, overrides: dict) -> dict:
+        raw = self.mapping(data.get("params", LineDict()), data.line, "params")
+        params = {}
+        for name, value in raw.items():
+            if not isinstance(name, str) or not _NAME.match(name) or name in BUILTIN_NAMES:
+                self.fail(raw.line, f"params: '{name}' is not a usable parameter name")
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                self.fail(raw.line, f"params: '{name}' must be a number, got {value!r}")
+            params[name] = value
+        for name, value in overrides.items():
+            if name not in params:
+                known = ", ".join(sorted(params)) or "none"
+                raise WorkloadError(f"{self.source}: --set {name}: unknown parameter (this workload has: {known})")
+            params[name] = value
+        return params
+
+    def buffers(self, data: LineDict, params: dict) -> dict[str, Buffer]:
+        raw = self.mapping(data.get("buffers", LineDict()), data.line, "buffers")
+        out, next_global, next_shared = {}, GLOBAL_BASE, 0
+        for name, spec in raw.items():
+            if not isinstance(name, str) or not _NAME.match(name) or name in BUILTIN_NAMES or name in params:
+                self.fail(raw.line, f"buffers: '{name}' is not a usable buffer name (or it shadows a parameter)")
+            spec = self.mapping(spec, raw.line, f"buffer '{name}'", BUFFER_KEYS)
+            space = spec.get("space", "global")
+            if space not in ("global", "shared"):
+                self.fail(spec.line, f"buffer '{name}': space must be global or shared, got {space!r}")
+            size = self.const(spec.get("bytes"), spec.line, f"buffer '{name}' bytes", params)
+            if space == "global":
+                out[name] = Buffer(name, space, size, next_global)
+                next_global += -(-size // GLOBAL_ALIGN) * GLOBAL_ALIGN
+            else:
+                out[name] = Buffer(name, space, size, next_shared)
+                next_shared += -(-size // SHARED_ALIGN) * SHARED_ALIGN
+        return out
+
+    def dims(self, value, line: int, what: str, params: dict) -> tuple[int, int, int]:
+        items = value if isinstance(value, list) else [value]
+        if not 1 <= len(items) <= 3:
+            self.fail(line, f"launch {what}: expected 1 to 3 dimensions, got {value!r}")
+        dims = [self.const(v, line, f"launch {what}", params) for v in items]
+        return tuple(dims + [1] * (3 - len(dims)))
+
+    def launch(self, data: LineDict, params: dict, buffers: dict[str, Buffer]) -> Launch:
+        if "launch" not in data:
+            self.fail(data.line, "missing key 'launch'")
+        raw = self.mapping(data["launch"], data.line, "launch", LAUNCH_KEYS)
+        for key in ("grid", "block", "registers_per_thread"):
+            if key not in raw:
+                self.fail(raw.line, f"launch: missing key '{key}'")
+        shared_sum = sum(-(-b.bytes // SHARED_ALIGN) * SHARED_ALIGN for b in buffers.values() if b.space == "shared")
+        static = self.const(raw.get("shared_memory_bytes", shared_sum), raw.line, "launch shared_memory_bytes",
+                            params, minimum=0)
+        if static < shared_sum:
+            self.fail(raw.line, f"launch shared_memory_bytes: {static} is less than the {shared_sum} bytes the "
+                                f"shared buffers need")
+        return Launch(grid=self.dims(raw["grid"], raw.line, "grid", params),
+                      block=self.dims(raw["block"], raw.line, "block", params),
+                      registers_per_thread=self.const(raw["registers_per_thread"], raw.line,
+                                                      "launch registers_per_thread", params),
+                      shared_memory_bytes=static,
+                      dynamic_shared_memory_bytes=self.const(raw.get("dynamic_shared_memory_bytes", 0), raw.line,
+                                                             "launch dynamic_shared_memory_bytes", params, minimum=0))
+
+    def load(self, overrides: dict) -> Kernel:
+        data = load_yaml_with_lines(self.path)
+        data = self.mapping(data, 1, "workload file", TOP_KEYS)
+        name = data.get("kernel")
+        if not isinstance(name, str) or not name:
+            self.fail(data.line, "missing key 'kernel' (the kernel's name)")
+        params = self.params(data, overrides)
+        buffers = self.buffers(data, params)
+        launch = self.launch(data, params, buffers)
+        if "program" not in data:
+            self.fail(data.line, "missing key 'program'")
+        constants = {**params, **{n: b.base for n, b in buffers.items()}}
+        compiler = ProgramCompiler(self.source, BUILTIN_NAMES | constants.keys(), constants)
+        program = compiler.body(data["program"], data.line, "program")
+        if not program:
+            self.fail(data.line, "program is empty")
+        names, uses_rand = control_names(program)
+        return Kernel(name=name, description=str(data.get("description", "")).strip(), source=self.source,
+                      params=params, launch=launch, buffers=buffers, program=program, exit_pc=compiler.pc,
+                      control_names=names, control_uses_rand=uses_rand)
+
+
+def load_workload(path: str | Path, overrides: dict | None = None) -> Kernel:
+    """Load and check a workload YAML file; `overrides` replace parameter defaults (like `--set M=2048`)."""
+    return _Loader(Path(path)).load(overrides or {})
+
+
+__all__ = ["Buffer", "Kernel", "Launch", "PC_STEP", "load_workload", "parse_overrides"]

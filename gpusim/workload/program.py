@@ -1,0 +1,241 @@
+"""Program nodes of a workload (instructions, loops, ifs, exits) and their compilation from YAML."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import attrs
+
+from .expr import Expr, ExprError, compile_expr
+from .opcodes import OpInfo, lookup
+from .yamlio import LineDict, WorkloadError
+
+PC_STEP = 16  # bytes per SASS instruction
+_REG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\{[^{}]+\}[A-Za-z0-9_]*)*$")
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+
+INSTR_KEYS = {"op", "dst", "src", "addr", "pred", "repeat", "comment"}
+LOOP_KEYS = {"loop", "var", "body", "comment"}
+IF_KEYS = {"if", "then", "else", "comment"}
+EXIT_KEYS = {"exit", "comment"}
+
+
+@attrs.frozen
+class Instr:
+    info: OpInfo
+    line: int
+    pc: int
+    dst: tuple[str, ...]
+    src: tuple[str, ...]
+    templates: dict  # placeholder text -> compiled Expr, for register names like acc{rep % 4}
+    addr: Expr | None
+    pred: Expr | None
+    repeat: Expr
+    templated: bool  # register names contain {expression} placeholders
+    template_names: tuple[str, ...]  # the names those placeholders read
+    bad_address_bits: int  # address & this != 0 means negative or misaligned
+
+
+    def control_exprs(self):
+        return [e for e in (self.pred, self.repeat) if e is not None]
+
+
+@attrs.frozen
+class Loop:
+    count: Expr
+    var: str
+    body: tuple
+    line: int
+
+    def control_exprs(self):
+        return [self.count]
+
+
+@attrs.frozen
+class If:
+    cond: Expr
+    then: tuple
+    orelse: tuple
+    line: int
+    pc: int  # of the implicit divergent branch (BRA)
+
+    def control_exprs(self):
+        return [self.cond]
+
+
+@attrs.frozen
+class Exit:
+    cond: Expr | None  # None: every active lane exits
+    line: int
+    pc: int
+
+    def control_exprs(self):
+        return [] if self.cond is None else [self.cond]
+
+
+BRA_INFO = lookup("BRA")
+EXIT_INFO = lookup("EXIT")
+
+
+def control_names(body) -> tuple[frozenset[str], bool]:
+    """Names referenced by control-flow expressions anywhere in `body`, and whether rand() is among them."""
+    names: set[str] = set()
+    uses_rand = False
+    for node in body:
+        for e in node.control_exprs():
+            names |= e.names
+            uses_rand |= e.uses_rand
+        for child in _children(node):
+            n, r = control_names(child)
+            names |= n
+            uses_rand |= r
+    return frozenset(names), uses_rand
+
+
+def _children(node):
+    if isinstance(node, Loop):
+        return [node.body]
+    if isinstance(node, If):
+        return [node.then, node.orelse]
+    return []
+
+
+def register_placeholders(name: str) -> list[str]:
+    """The expressions inside {...} in a register name."""
+    return _PLACEHOLDER.findall(name)
+
+
+class ProgramCompiler:
+    """Turns the YAML `program:` list into nodes, checking every name, opcode and key (errors say file:line)."""
+
+    def __init__(self, source: str, known_names: set[str], constants: dict):
+        self.source = source
+        self.scopes: list[set[str]] = [set(known_names)]
+        self.constants = constants
+        self.pc = 0
+
+    def where(self, line: int) -> str:
+        return f"{self.source}:{line}"
+
+    def known(self, name: str) -> bool:
+        return any(name in scope for scope in self.scopes)
+
+    def expr(self, text, line: int, what: str) -> Expr:
+        try:
+            iteration = frozenset().union(*self.scopes[1:])  # loop indices in scope and `rep`
+            return compile_expr(text, f"{self.where(line)}: {what}", self.known, self.constants, iteration)
+        except ExprError as exc:
+            raise WorkloadError(str(exc)) from None
+
+    def next_pc(self, slots: int = 1) -> int:
+        pc = self.pc
+        self.pc += PC_STEP * slots
+        return pc
+
+    def body(self, items, line: int, what: str) -> tuple:
+        if items is None:
+            return ()
+        if not isinstance(items, list):
+            raise WorkloadError(f"{self.where(line)}: {what}: expected a list of statements, got {items!r}")
+        return tuple(self.statement(item, line) for item in items)
+
+    def statement(self, item, parent_line: int):
+        if not isinstance(item, LineDict):
+            raise WorkloadError(f"{self.where(parent_line)}: expected a statement mapping "
+                                f"(op / loop / if / exit), got {item!r}")
+        kinds = [k for k in ("op", "loop", "if", "exit") if k in item]
+        if len(kinds) != 1:
+            raise WorkloadError(f"{self.where(item.line)}: a statement needs exactly one of op, loop, if, exit; "
+                                f"got keys {sorted(item)}")
+        return {"op": self.instr, "loop": self.loop, "if": self.if_, "exit": self.exit}[kinds[0]](item)
+
+    def check_keys(self, item: LineDict, allowed: set[str], what: str):
+        extra = sorted(set(item) - allowed)
+        if extra:
+            raise WorkloadError(f"{self.where(item.line)}: unknown key '{extra[0]}' in {what} "
+                                f"(expected {', '.join(sorted(allowed))})")
+
+    def registers(self, value, line: int, key: str) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        regs = [value] if isinstance(value, str) else value
+        if not isinstance(regs, list) or not all(isinstance(r, str) for r in regs):
+            raise WorkloadError(f"{self.where(line)}: '{key}' must be a register name or a list of them, got {value!r}")
+        for reg in regs:
+            if not _REG.match(reg):
+                raise WorkloadError(f"{self.where(line)}: '{key}': '{reg}' is not a register name "
+                                    f"(letters, digits, _ and {{expression}} placeholders)")
+            for text in register_placeholders(reg):
+                self.templates[text] = self.expr(text, line, f"register '{reg}'")
+        return tuple(regs)
+
+    def instr(self, item: LineDict) -> Instr:
+        self.check_keys(item, INSTR_KEYS, "an instruction")
+        op = item["op"]
+        info = lookup(op) if isinstance(op, str) else None
+        if info is None:
+            raise WorkloadError(f"{self.where(item.line)}: unknown opcode {op!r} "
+                                f"(see gpusim.workload.opcodes for the table)")
+        addr = item.get("addr")
+        if info.is_memory and addr is None:
+            raise WorkloadError(f"{self.where(item.line)}: {info.opcode} is a {info.space} memory instruction "
+                                f"and needs 'addr'")
+        if not info.is_memory and addr is not None:
+            raise WorkloadError(f"{self.where(item.line)}: {info.opcode} does not access memory; remove 'addr'")
+        self.scopes.append({"rep"})
+        self.templates = {}
+        try:
+            repeat = self.expr(item.get("repeat", 1), item.line, "repeat")
+            if repeat.constant is not None and (not isinstance(repeat.constant, int) or repeat.constant < 0):
+                raise WorkloadError(f"{self.where(item.line)}: repeat: expected a whole number >= 0, "
+                                    f"got {repeat.constant!r}")
+            slots = repeat.constant if repeat.constant is not None else 1
+            dst, src = self.registers(item.get("dst"), item.line, "dst"), self.registers(item.get("src"), item.line, "src")
+            return Instr(info=info, line=item.line, pc=self.next_pc(max(1, slots)), dst=dst, src=src,
+                         templates=dict(self.templates),
+                         addr=None if addr is None else self.expr(addr, item.line, "addr"),
+                         pred=None if item.get("pred") is None else self.expr(item["pred"], item.line, "pred"),
+                         repeat=repeat, templated=any("{" in r for r in dst + src),
+                         template_names=tuple(sorted({n for e in self.templates.values() for n in e.names})),
+                         bad_address_bits=(info.width - 1 if info.width else 0) | -(1 << 63))
+        finally:
+            self.scopes.pop()
+
+    def loop(self, item: LineDict) -> Loop:
+        self.check_keys(item, LOOP_KEYS, "a loop")
+        var = item.get("var", "i")
+        if not isinstance(var, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", var):
+            raise WorkloadError(f"{self.where(item.line)}: loop var must be a name, got {var!r}")
+        count = self.expr(item["loop"], item.line, "loop count")
+        self.scopes.append({var})
+        try:
+            body = self.body(item.get("body"), item.line, "loop body")
+        finally:
+            self.scopes.pop()
+        if not body:
+            raise WorkloadError(f"{self.where(item.line)}: loop has an empty body")
+        return Loop(count=count, var=var, body=body, line=item.line)
+
+    def if_(self, item: LineDict) -> If:
+        self.check_keys(item, IF_KEYS, "an if")
+        cond = self.expr(item["if"], item.line, "if condition")
+        pc = self.next_pc()
+        then = self.body(item.get("then"), item.line, "then")
+        orelse = self.body(item.get("else"), item.line, "else")
+        if not then and not orelse:
+            raise WorkloadError(f"{self.where(item.line)}: if needs a 'then' or an 'else' body")
+        return If(cond=cond, then=then, orelse=orelse, line=item.line, pc=pc)
+
+    def exit(self, item: LineDict) -> Exit:
+        self.check_keys(item, EXIT_KEYS, "an exit")
+        cond = None if item["exit"] is True else self.expr(item["exit"], item.line, "exit condition")
+        return Exit(cond=cond, line=item.line, pc=self.next_pc())
+
+
+def walk_instrs(body, fn: Callable[[Instr], None]):
+    for node in body:
+        if isinstance(node, Instr):
+            fn(node)
+        for child in _children(node):
+            walk_instrs(child, fn)

@@ -1,0 +1,240 @@
+"""Per-warp instruction streams, produced lazily: a kernel's warp-instructions never sit in memory whole.
+
+SIMT semantics of the stream (the reconvergence-stack order): an `if` issues one divergent branch (BRA) under
+the current mask, then runs the `then` side under mask & cond and the `else` side under mask & ~cond, and the
+warp reconverges after it. A loop whose count differs per lane keeps finished lanes masked off. A predicated
+instruction issues under the current mask with only its predicate-true lanes active. An `exit` removes lanes
+for the rest of the program; the program ends with an implicit EXIT for the lanes still alive.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from .expr import Expr, ExprError
+from .kernel import FULL_MASK, WARP_SIZE, Kernel
+from .opcodes import OpInfo
+from .program import EXIT_INFO, BRA_INFO, Exit, If, Instr, Loop, register_placeholders
+from .yamlio import WorkloadError
+
+_POW2 = (1 << np.arange(WARP_SIZE, dtype=np.uint64)).astype(np.uint64)
+_BITS = np.arange(WARP_SIZE, dtype=np.uint64)
+
+
+class WarpInst:
+    """One warp-instruction: what the engine issues."""
+
+    __slots__ = ("warp", "block", "pc", "op", "pipeline", "mask", "dst", "src", "addrs", "width", "space",
+                 "is_store", "info")
+
+    def __init__(self, info: OpInfo, warp: int, block: int, pc: int, mask: int, dst, src, addrs):
+        self.info = info
+        self.op = info.opcode
+        self.pipeline = info.pipeline
+        self.space = info.space
+        self.width = info.width
+        self.is_store = info.is_store
+        self.warp, self.block, self.pc, self.mask = warp, block, pc, mask
+        self.dst, self.src, self.addrs = dst, src, addrs
+
+    @property
+    def active_lanes(self) -> int:
+        return self.mask.bit_count()
+
+    def active_addresses(self) -> np.ndarray:
+        """Addresses of the active lanes, in lane order."""
+        return self.addrs[mask_to_bool(self.mask)]
+
+    def __repr__(self):
+        return f"WarpInst(warp={self.warp}, pc={self.pc:#06x}, op={self.op}, mask={self.mask:#010x})"
+
+
+def mask_to_bool(mask: int) -> np.ndarray:
+    return ((np.uint64(mask) >> _BITS) & np.uint64(1)).astype(bool)
+
+
+def to_mask(value) -> int:
+    """A predicate value (scalar or 32-lane array) as a lane bitmask."""
+    if isinstance(value, np.ndarray):
+        if value.shape != (WARP_SIZE,):
+            value = np.broadcast_to(value, (WARP_SIZE,))
+        return int(np.dot(value.astype(bool).astype(np.uint64), _POW2))
+    return FULL_MASK if value else 0
+
+
+def uniform_int(expr: Expr, env: dict, what: str, mask: int) -> int | np.ndarray:
+    """A count: a whole number, or (for a per-lane loop count) an int array."""
+    value = expr(env)
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "f":
+            if not np.all(np.mod(value, 1) == 0):
+                raise WorkloadError(f"{expr.where}: '{expr.text}': {what} must be whole numbers")
+            value = value.astype(np.int64)
+        return value
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise WorkloadError(f"{expr.where}: '{expr.text}': {what} must be a whole number, got {value!r}")
+    return int(value)
+
+
+def loop_masks(count, mask: int) -> Iterator[tuple[int, int]]:
+    """(iteration, mask) for a loop: uniform counts keep the mask, per-lane counts shrink it."""
+    if not isinstance(count, np.ndarray):
+        for i in range(max(0, count)):
+            yield i, mask
+        return
+    counts = np.broadcast_to(count, (WARP_SIZE,))
+    active = mask_to_bool(mask)
+    trips = int(counts[active].max()) if active.any() else 0
+    for i in range(trips):
+        m = mask & to_mask(counts > i)
+        if m:
+            yield i, m
+
+
+def resolve_registers(names: tuple[str, ...], templates: dict, env: dict) -> tuple[str, ...]:
+    """Register names with their {expression} placeholders replaced by the (uniform, whole) values."""
+    out = []
+    for name in names:
+        for text in register_placeholders(name):
+            expr = templates[text]
+            value = expr(env)
+            if isinstance(value, np.ndarray) or isinstance(value, float) and not value.is_integer():
+                raise WorkloadError(f"{expr.where}: '{text}' must be a whole number, the same for every lane")
+            name = name.replace("{" + text + "}", str(int(value)))
+        out.append(name)
+    return tuple(out)
+
+
+class _WarpWalker:
+    def __init__(self, kernel: Kernel, block: int, warp_in_block: int):
+        self.kernel = kernel
+        self.block = block
+        self.warp = block * kernel.launch.warps_per_block + warp_in_block
+        self.env = kernel.base_env(block, warp_in_block)
+        self.live = kernel.initial_mask(warp_in_block)
+        self.check_all = False
+
+    def run(self) -> Iterator[WarpInst]:
+        yield from self.body(self.kernel.program, self.live)
+        if self.live:
+            yield WarpInst(EXIT_INFO, self.warp, self.block, self.kernel.exit_pc, self.live, (), (), None)
+
+    def body(self, nodes, mask: int) -> Iterator[WarpInst]:
+        env = self.env
+        for node in nodes:
+            m = mask & self.live
+            if not m:
+                return
+            kind = type(node)
+            if kind is Instr:
+                yield from self.instr(node, m)
+            elif kind is Loop:
+                saved = env.get(node.var)
+                for i, loop_mask in loop_masks(uniform_int(node.count, env, "loop count", m), m):
+                    env[node.var] = i
+                    yield from self.body(node.body, loop_mask)
+                    if not loop_mask & self.live:
+                        break
+                if saved is not None:
+                    env[node.var] = saved
+            elif kind is If:
+                cond = to_mask(node.cond(env))
+                yield WarpInst(BRA_INFO, self.warp, self.block, node.pc, m, (), (), None)
+                if m & cond and node.then:
+                    yield from self.body(node.then, m & cond)
+                if m & ~cond and node.orelse:
+                    yield from self.body(node.orelse, m & ~cond & self.live)
+            else:
+                exiting = m if node.cond is None else m & to_mask(node.cond(env))
+                if exiting:
+                    yield WarpInst(EXIT_INFO, self.warp, self.block, node.pc, exiting, (), (), None)
+                    self.live &= ~exiting
+
+    def instr(self, node: Instr, mask: int) -> Iterator[WarpInst]:
+        env = self.env
+        repeat = node.repeat.constant
+        if repeat is None:
+            repeat = uniform_int(node.repeat, env, "repeat", mask)
+            if isinstance(repeat, np.ndarray):
+                raise WorkloadError(f"{node.repeat.where}: repeat must be the same for every lane")
+        if not repeat:
+            return
+        info, pred, warp, block, pc = node.info, node.pred, self.warp, self.block, node.pc
+        addrs = None
+        if node.addr is not None:
+            # One evaluation for every repeat at once: `rep` as a column broadcasts to (repeat, 32).
+            env["rep"] = np.arange(repeat, dtype=np.int64)[:, None] if repeat > 1 else 0
+            addrs = self.addresses(node, repeat)
+            env["rep"] = 0
+        regs = self.registers(node, repeat) if node.templated else None
+        dst, src = node.dst, node.src
+        for k in range(repeat):
+            if pred is None:
+                m = mask
+            else:
+                env["rep"] = k
+                m = mask & to_mask(pred(env))
+            if regs is not None:
+                dst, src = regs[k]
+            lane_addrs = None
+            if addrs is not None:
+                lane_addrs = addrs[k]
+                if m != FULL_MASK or self.check_all:
+                    self.check(node, lane_addrs, m)
+            yield WarpInst(info, warp, block, pc + 16 * k, m, dst, src, lane_addrs)
+        env["rep"] = 0
+
+    def registers(self, node: Instr, repeat: int) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """Resolved register names for each repeat, cached by the values of the other names they read."""
+        env = self.env
+        key = (id(node), repeat) + tuple(env[n] for n in node.template_names if n != "rep")
+        cache = self.kernel.register_cache
+        hit = cache.get(key)
+        if hit is None:
+            hit = []
+            for k in range(repeat):
+                env["rep"] = k
+                hit.append((resolve_registers(node.dst, node.templates, env),
+                            resolve_registers(node.src, node.templates, env)))
+            env["rep"] = 0
+            cache[key] = hit
+        return hit
+
+    def addresses(self, node: Instr, repeat: int) -> np.ndarray:
+        """Addresses as a (repeat, 32) int64 array; full-warp accesses are checked here in one pass."""
+        value = node.addr(self.env)
+        addrs = value if type(value) is np.ndarray and value.shape == (repeat if repeat > 1 else 1, WARP_SIZE) \
+            else np.broadcast_to(np.asarray(value), (max(repeat, 1), WARP_SIZE))
+        if addrs.dtype != np.int64:
+            if addrs.dtype.kind == "f" and not np.all(np.mod(addrs, 1) == 0):
+                raise WorkloadError(f"{node.addr.where}: '{node.addr.text}': addresses must be whole numbers")
+            addrs = addrs.astype(np.int64)
+        # negative (sign bit) or misaligned, for every lane of every repeat, in one test
+        self.check_all = bool((addrs & node.bad_address_bits).any())
+        return addrs
+
+    def check(self, node: Instr, addrs: np.ndarray, mask: int) -> None:
+        active = addrs if mask == FULL_MASK else addrs[mask_to_bool(mask)]
+        if not active.size:
+            return
+        if active.min() < 0:
+            raise WorkloadError(f"{node.addr.where}: '{node.addr.text}': negative address {int(active.min())}")
+        misaligned = active % node.info.width
+        if misaligned.any():
+            bad = int(active[np.nonzero(misaligned)[0][0]])
+            raise WorkloadError(f"{node.addr.where}: '{node.addr.text}': address {bad} is not aligned to the "
+                                f"{node.info.width}-byte access width")
+
+
+def warp_stream(kernel: Kernel, block: int, warp_in_block: int) -> Iterator[WarpInst]:
+    """The warp-instructions one warp issues, generated as they are consumed."""
+    if not 0 <= block < kernel.launch.nblocks or not 0 <= warp_in_block < kernel.launch.warps_per_block:
+        raise ValueError(f"no warp {warp_in_block} in block {block} of {kernel.name}")
+    try:
+        yield from _WarpWalker(kernel, block, warp_in_block).run()
+    except ExprError as exc:
+        raise WorkloadError(str(exc)) from None
