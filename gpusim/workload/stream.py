@@ -19,6 +19,8 @@ from .opcodes import OpInfo
 from .program import EXIT_INFO, BRA_INFO, Exit, If, Instr, Loop, register_placeholders
 from .yamlio import WorkloadError
 
+REGISTER_CACHE_LIMIT = 4096  # resolved register-name lists kept per kernel
+REPEAT_CHUNK = 256  # repeats whose addresses are evaluated together (bounds memory for huge repeats)
 _POW2 = (1 << np.arange(WARP_SIZE, dtype=np.uint64)).astype(np.uint64)
 _BITS = np.arange(WARP_SIZE, dtype=np.uint64)
 
@@ -95,18 +97,36 @@ def loop_masks(count, mask: int) -> Iterator[tuple[int, int]]:
             yield i, m
 
 
+def _placeholder_value(expr: Expr, env: dict) -> int:
+    value = expr(env)
+    if isinstance(value, np.ndarray) or isinstance(value, float) and not value.is_integer():
+        raise WorkloadError(f"{expr.where}: '{expr.text}' must be a whole number, the same for every lane")
+    return int(value)
+
+
 def resolve_registers(names: tuple[str, ...], templates: dict, env: dict) -> tuple[str, ...]:
     """Register names with their {expression} placeholders replaced by the (uniform, whole) values."""
     out = []
     for name in names:
         for text in register_placeholders(name):
-            expr = templates[text]
-            value = expr(env)
-            if isinstance(value, np.ndarray) or isinstance(value, float) and not value.is_integer():
-                raise WorkloadError(f"{expr.where}: '{text}' must be a whole number, the same for every lane")
-            name = name.replace("{" + text + "}", str(int(value)))
+            name = name.replace("{" + text + "}", str(_placeholder_value(templates[text], env)))
         out.append(name)
     return tuple(out)
+
+
+class _LazyRegisters:
+    """Register names resolved on demand (for templated instructions with very large repeats)."""
+
+    def __init__(self, node: Instr, env: dict):
+        self.node, self.env = node, env
+
+    def __getitem__(self, k: int):
+        saved, self.env["rep"] = self.env["rep"], k
+        try:
+            return (resolve_registers(self.node.dst, self.node.templates, self.env),
+                    resolve_registers(self.node.src, self.node.templates, self.env))
+        finally:
+            self.env["rep"] = saved
 
 
 class _WarpWalker:
@@ -155,24 +175,28 @@ class _WarpWalker:
                     self.live &= ~exiting
 
     def instr(self, node: Instr, mask: int) -> Iterator[WarpInst]:
-        env = self.env
         repeat = node.repeat.constant
         if repeat is None:
-            repeat = uniform_int(node.repeat, env, "repeat", mask)
+            repeat = uniform_int(node.repeat, self.env, "repeat", mask)
             if isinstance(repeat, np.ndarray):
                 raise WorkloadError(f"{node.repeat.where}: repeat must be the same for every lane")
-        if not repeat:
-            return
+        for first in range(0, repeat, REPEAT_CHUNK):
+            yield from self.instr_chunk(node, mask, first, min(REPEAT_CHUNK, repeat - first), repeat)
+
+    def instr_chunk(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> Iterator[WarpInst]:
+        """Repeats first .. first+count-1 of an instruction; addresses for all of them in one evaluation."""
+        env = self.env
         info, pred, warp, block, pc = node.info, node.pred, self.warp, self.block, node.pc
         addrs = None
         if node.addr is not None:
-            # One evaluation for every repeat at once: `rep` as a column broadcasts to (repeat, 32).
-            env["rep"] = np.arange(repeat, dtype=np.int64)[:, None] if repeat > 1 else 0
-            addrs = self.addresses(node, repeat)
+            # `rep` as a column broadcasts the address expression to (count, 32).
+            env["rep"] = np.arange(first, first + count, dtype=np.int64)[:, None] if count > 1 else first
+            addrs = self.addresses(node, count)
             env["rep"] = 0
         regs = self.registers(node, repeat) if node.templated else None
         dst, src = node.dst, node.src
-        for k in range(repeat):
+        for j in range(count):
+            k = first + j
             if pred is None:
                 m = mask
             else:
@@ -182,7 +206,7 @@ class _WarpWalker:
                 dst, src = regs[k]
             lane_addrs = None
             if addrs is not None:
-                lane_addrs = addrs[k]
+                lane_addrs = addrs[j]
                 if m != FULL_MASK or self.check_all:
                     self.check(node, lane_addrs, m)
             yield WarpInst(info, warp, block, pc + 16 * k, m, dst, src, lane_addrs)
@@ -191,8 +215,17 @@ class _WarpWalker:
     def registers(self, node: Instr, repeat: int) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
         """Resolved register names for each repeat, cached by the values of the other names they read."""
         env = self.env
-        key = (id(node), repeat) + tuple(env[n] for n in node.template_names if n != "rep")
+        # Key by the values the placeholders take (8 keys for "f{i % 8}", not one per i); placeholders that read
+        # `rep` are resolved per repeat below, so they key by the other names they read.
+        key = (id(node), repeat) + tuple(
+            _placeholder_value(expr, env) if "rep" not in expr.names
+            else tuple(env[n] for n in sorted(expr.names - {"rep"})) for expr in node.templates.values())
+        # a huge templated repeat would cache one entry per repeat: resolve those on demand instead
+        if repeat > 4 * REPEAT_CHUNK:
+            return _LazyRegisters(node, env)
         cache = self.kernel.register_cache
+        if len(cache) > REGISTER_CACHE_LIMIT:
+            cache.clear()
         hit = cache.get(key)
         if hit is None:
             hit = []
