@@ -10,7 +10,7 @@ import attrs
 from attrs import validators as v
 
 __all__ = [
-    "ArchSpec", "Clocks", "Structure", "SMSpec", "SharedMemorySpec", "Pipeline", "TensorPipeline",
+    "ArchSpec", "Clocks", "Structure", "SMSpec", "FrontendSpec", "SharedMemorySpec", "Pipeline", "TensorPipeline",
     "Pipelines", "L1Spec", "L2Spec", "DramSpec", "MemorySpec", "describe_fields",
 ]
 
@@ -75,6 +75,15 @@ class SMSpec:
         if self.registers % self.sub_partitions:
             raise ValueError(f"registers: expected a multiple of sub_partitions ({self.sub_partitions}), "
                              f"got {self.registers}")
+
+
+@attrs.frozen
+class FrontendSpec:
+    """Warp front-end and block-launch timing (not published by NVIDIA; the files say what they assume)."""
+
+    branch_resolve_cycles: int = _field("cycles after a branch issues before its warp can issue again", "cycles")
+    block_launch_cycles: int = _field("cycles from the dispatcher choosing an SM to the block's first issue",
+                                      "cycles")
 
 
 @attrs.frozen
@@ -181,6 +190,7 @@ class ArchSpec:
     clocks: Clocks = _field("clock rates", validator=v.instance_of(Clocks))
     structure: Structure = _field("GPC/TPC/SM hierarchy", validator=v.instance_of(Structure))
     sm: SMSpec = _field("per-SM limits", validator=v.instance_of(SMSpec))
+    frontend: FrontendSpec = _field("branch and block-launch timing", validator=v.instance_of(FrontendSpec))
     shared_memory: SharedMemorySpec = _field("per-SM shared memory", validator=v.instance_of(SharedMemorySpec))
     pipelines: Pipelines = _field("per-sub-partition execution units", validator=v.instance_of(Pipelines))
     memory: MemorySpec = _field("memory hierarchy", validator=v.instance_of(MemorySpec))

@@ -97,18 +97,21 @@ class _Counter:
                 self.instr(node, m, mix)
             elif kind is Loop:
                 count = uniform_int(node.count, env, "loop count", m)
+                saved = env.get(node.var)
                 if not isinstance(count, np.ndarray) and self.loop_scales(node):
                     if count > 0:
                         env[node.var] = 0
                         once = Mix()
                         self.body(node.body, m, once)
                         mix.add(once, count)
-                    continue
-                for i, loop_mask in loop_masks(count, m):
-                    env[node.var] = i
-                    self.body(node.body, loop_mask, mix)
-                    if not loop_mask & self.live:
-                        break
+                else:
+                    for i, loop_mask in loop_masks(count, m):
+                        env[node.var] = i
+                        self.body(node.body, loop_mask, mix)
+                        if not loop_mask & self.live:
+                            break
+                if saved is not None:
+                    env[node.var] = saved
             elif kind is If:
                 cond = to_mask(node.cond(env))
                 mix.count(BRA_INFO, m)
