@@ -63,6 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
     occ.add_argument("--plot", action="store_true", help="write the calculator's three graphs under plots/")
     occ.add_argument("--plot-dir", default="plots", help="directory for --plot (default: plots)")
 
+    run = sub.add_parser("run", help="simulate a kernel cycle by cycle")
+    run.add_argument("workload", help="path to a workload YAML file")
+    run.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file")
+    run.add_argument("--scheduler", default="gto", help="warp scheduler policy: gto (default), lrr, two_level, "
+                                                        "oldest_first")
+    run.add_argument("--simt", default="stack", choices=["stack", "its"],
+                     help="divergence model: reconvergence stack (default) or Volta+ independent thread scheduling")
+    run.add_argument("--sms", type=_int_arg(1), default=None, help="simulate only N SMs (same per-SM model)")
+    run.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
+                     help="override a workload parameter (repeatable)")
+    run.add_argument("--seed", type=_int_arg(0), default=0, help="seed mixed into the workload's rand() (default 0)")
+    run.add_argument("--json", metavar="PATH", default=None,
+                     help="write the result record as JSON to PATH ('-': standard output, nothing else on it)")
+
     workload = sub.add_parser("workload", help="inspect workload files")
     wsub = workload.add_subparsers(dest="workload_command", required=True, parser_class=_Parser)
     show = wsub.add_parser("show", help="launch, instruction mix, bytes and the first instructions of a warp")
@@ -121,7 +135,30 @@ def _cmd_workload(args) -> int:
     return 0
 
 
-_COMMANDS = {"archs": _cmd_archs, "occupancy": _cmd_occupancy, "workload": _cmd_workload}
+def _cmd_run(args) -> int:
+    from .api import run
+    from .workload import parse_overrides
+
+    result = run(args.workload, args.arch, scheduler=args.scheduler, simt=args.simt, sms=args.sms,
+                 params=parse_overrides(args.set), seed=args.seed)
+    record = json.dumps(result.to_dict(), indent=2)
+    if args.json == "-":
+        print(record)
+        return 0
+    from .report.run_report import print_run
+
+    print_run(result)
+    if args.json:
+        try:
+            with open(args.json, "w") as fh:
+                fh.write(record + "\n")
+        except OSError as exc:
+            raise GpusimError(f"--json {args.json}: cannot write ({exc.strerror})") from None
+        print(f"wrote {args.json}")
+    return 0
+
+
+_COMMANDS = {"archs": _cmd_archs, "occupancy": _cmd_occupancy, "workload": _cmd_workload, "run": _cmd_run}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -172,6 +172,7 @@ def _fn(node):
 
 # Names whose value differs from lane to lane: subexpressions using them cost numpy operations.
 LANE_VARYING = frozenset({"lane", "tid", "tid.x", "tid.y", "tid.z", "gtid"})
+SEED_KEY = "__seed__"  # env entry holding the run's --seed, mixed into rand()
 MEMO_KEY = "__memo__"  # env entry holding a warp's cache of loop-invariant lane-varying subexpressions
 MEMO_LIMIT = 4096
 
@@ -364,7 +365,8 @@ class _Compiler:
             self.uses_rand = True
             self.names.add("gtid")
             key = args[2] if len(args) == 3 else (lambda env: 0)
-            return lambda env: hash_rand(args[0](env), args[1](env), key(env), env["gtid"])
+            return lambda env: hash_rand(args[0](env) + 7919 * env.get(SEED_KEY, 0), args[1](env), key(env),
+                                         env["gtid"])
         fn = _CALLS[name]
         return self.fold(fn, *compiled) or (lambda env: fn(*(a(env) for a in args)))
 

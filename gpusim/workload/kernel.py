@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from .expr import MEMO_KEY, ExprError, compile_expr
+from .expr import MEMO_KEY, SEED_KEY, ExprError, compile_expr
 from .program import PC_STEP, ProgramCompiler, control_names
 from .yamlio import LineDict, WorkloadError, load_yaml_with_lines
 
@@ -76,6 +76,7 @@ class Kernel:
     exit_pc: int
     control_names: frozenset[str]
     control_uses_rand: bool
+    seed: int = 0  # mixed into every rand(): --seed
     register_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # streams' resolved register names
 
     @property
@@ -108,7 +109,7 @@ class Kernel:
             "blockid": block, "block.x": block % g[0], "block.y": (block // g[0]) % g[1],
             "block.z": block // (g[0] * g[1]), "nblocks": self.launch.nblocks,
             "grid.x": g[0], "grid.y": g[1], "grid.z": g[2], "gtid": block * ntid + tid,
-            MEMO_KEY: {},
+            MEMO_KEY: {}, SEED_KEY: self.seed,
         })
         return env
 
@@ -222,7 +223,7 @@ class _Loader:
                       dynamic_shared_memory_bytes=self.const(raw.get("dynamic_shared_memory_bytes", 0), raw.line,
                                                              "launch dynamic_shared_memory_bytes", params, minimum=0))
 
-    def load(self, overrides: dict) -> Kernel:
+    def load(self, overrides: dict, seed: int = 0) -> Kernel:
         data = load_yaml_with_lines(self.path)
         data = self.mapping(data, 1, "workload file", TOP_KEYS)
         name = data.get("kernel")
@@ -241,12 +242,13 @@ class _Loader:
         names, uses_rand = control_names(program)
         return Kernel(name=name, description=str(data.get("description", "")).strip(), source=self.source,
                       params=params, launch=launch, buffers=buffers, program=program, exit_pc=compiler.pc,
-                      control_names=names, control_uses_rand=uses_rand)
+                      control_names=names, control_uses_rand=uses_rand, seed=seed)
 
 
-def load_workload(path: str | Path, overrides: dict | None = None) -> Kernel:
-    """Load and check a workload YAML file; `overrides` replace parameter defaults (like `--set M=2048`)."""
-    return _Loader(Path(path)).load(overrides or {})
+def load_workload(path: str | Path, overrides: dict | None = None, seed: int = 0) -> Kernel:
+    """Load and check a workload YAML file; `overrides` replace parameter defaults (like `--set M=2048`);
+    `seed` is mixed into every rand() the program calls."""
+    return _Loader(Path(path)).load(overrides or {}, seed)
 
 
 __all__ = ["Buffer", "Kernel", "Launch", "PC_STEP", "load_workload", "parse_overrides"]

@@ -1,0 +1,88 @@
+"""Build the GPU -> GPC -> TPC -> SM hierarchy from an architecture and run one kernel on it."""
+
+from __future__ import annotations
+
+import itertools
+
+import simpy
+
+from ..analytic.occupancy import occupancy
+from ..errors import GpusimError
+from ..memory import FixedLatencyMemory
+from ..workload import warp_stream
+from .dispatcher import Dispatcher, interleave_by_gpc
+from .sm import SM
+from .timing import TimingTable
+
+
+def sm_layout(spec, sms: int | None = None) -> list[list[list[int]]]:
+    """SM indices grouped [gpc][tpc][sm]: TPCs dealt round-robin over GPCs, as evenly as the part allows."""
+    st = spec.structure
+    total = spec.sms if sms is None else sms
+    if not 1 <= total <= spec.sms:
+        raise GpusimError(f"--sms {total}: expected 1 to {spec.sms} for {spec.name}")
+    tpcs = -(-total // st.sms_per_tpc)
+    gpcs: list[list[list[int]]] = [[] for _ in range(st.gpcs)]
+    for t in range(tpcs):
+        gpcs[t % st.gpcs].append([])
+    index = 0
+    for tpc in itertools.chain.from_iterable(itertools.zip_longest(*gpcs)):
+        if tpc is None:
+            continue
+        for _ in range(st.sms_per_tpc):
+            if index < total:
+                tpc.append(index)
+                index += 1
+    return [g for g in gpcs if g]
+
+
+class GPU:
+    """The simulated device for one kernel launch."""
+
+    def __init__(self, spec, env: simpy.Environment, kernel, *, scheduler: str = "gto", sms: int | None = None,
+                 memory=None, observer=None, stream_factory=None):
+        self.spec, self.env, self.kernel = spec, env, kernel
+        self.memory = memory if memory is not None else FixedLatencyMemory(spec)
+        launch = kernel.launch
+        self.occupancy = occupancy(spec, launch.threads_per_block, launch.registers_per_thread, launch.smem_per_block)
+        if self.occupancy.blocks_per_sm == 0:
+            raise GpusimError(f"{kernel.source}: the launch cannot be resident on {spec.name}: {self.occupancy.reason}")
+        timing = TimingTable(spec)
+        self.layout = sm_layout(spec, sms)
+        self.sms: list[SM] = []
+        for g, gpc in enumerate(self.layout):
+            for t, tpc in enumerate(gpc):
+                for s, index in enumerate(tpc):
+                    self.sms.append(SM(self, index, f"gpu.gpc[{g}].tpc[{t}].sm[{s}]", spec, timing, self.memory,
+                                       scheduler, observer))
+        self.sms.sort(key=lambda sm: sm.index)
+        by_gpc = [[self.sms[i] for tpc in gpc for i in tpc] for gpc in self.layout]
+        self.dispatcher = Dispatcher(launch.nblocks, self.occupancy.blocks_per_sm, interleave_by_gpc(by_gpc),
+                                     spec.frontend.block_launch_cycles)
+        self._ages = itertools.count()
+        self._stream = stream_factory or (lambda block, warp: warp_stream(kernel, block, warp))
+        self.end_cycle = 0
+
+    def next_age(self) -> int:
+        return next(self._ages)
+
+    def stream(self, block: int, warp: int):
+        return self._stream(block, warp)
+
+    def block_retired(self, sm, now: int) -> None:
+        if now > self.end_cycle:
+            self.end_cycle = now
+        self.dispatcher.block_retired(sm, now)
+
+    def run(self) -> int:
+        """Simulate until the last block retires; return the kernel's cycle count."""
+        self.dispatcher.start(self.env.now)
+        for sm in self.sms:
+            if sm.arrivals:
+                self.env.process(sm.process(self.env))
+        self.env.run()
+        return self.end_cycle
+
+
+def build_gpu(spec, env: simpy.Environment, kernel, **options) -> GPU:
+    return GPU(spec, env, kernel, **options)

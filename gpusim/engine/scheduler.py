@@ -1,0 +1,138 @@
+"""Warp-scheduling policies: small strategy objects, one per sub-partition, chosen by name.
+
+A policy sees the candidate warps (those whose operands are ready; their pipe may still be busy) and returns
+them in the order it prefers; the sub-partition issues the first whose pipe is free. Policies need only each
+warp's `slot` (its warp-slot index in the SM) and `age` (launch order, smaller = older), so they are testable
+without the engine. Add one by subclassing `Policy` and registering it with `register_policy`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+
+class Policy:
+    name = "policy"
+
+    def order(self, candidates: Sequence, now: int) -> Sequence:
+        raise NotImplementedError
+
+    def issued(self, warp, now: int) -> None:
+        """Called after `warp` issues."""
+
+    def stalled_long(self, warp) -> None:
+        """Called when an issued warp must wait for a long-latency (global memory) result."""
+
+
+class LooseRoundRobin(Policy):
+    """lrr: start after the warp slot that issued last and go round."""
+
+    name = "lrr"
+
+    def __init__(self, slots: int):
+        self.slots = slots
+        self.last = -1
+
+    def order(self, candidates, now):
+        if len(candidates) < 2:
+            return candidates
+        last, n = self.last, self.slots
+        return sorted(candidates, key=lambda w: (w.slot - last - 1) % n)
+
+    def issued(self, warp, now):
+        self.last = warp.slot
+
+
+class GreedyThenOldest(Policy):
+    """gto: keep issuing from the same warp while it can; otherwise the oldest ready warp."""
+
+    name = "gto"
+
+    def __init__(self, slots: int):
+        self.greedy = None
+
+    def order(self, candidates, now):
+        if len(candidates) < 2:
+            return candidates
+        greedy = self.greedy
+        return sorted(candidates, key=lambda w: (w is not greedy, w.age))
+
+    def issued(self, warp, now):
+        self.greedy = warp
+
+
+class OldestFirst(Policy):
+    """oldest_first: always the oldest ready warp."""
+
+    name = "oldest_first"
+
+    def __init__(self, slots: int):
+        pass
+
+    def order(self, candidates, now):
+        if len(candidates) < 2:
+            return candidates
+        return sorted(candidates, key=lambda w: w.age)
+
+
+class TwoLevel(Policy):
+    """two_level: round-robin over a small active set; a warp that waits on global memory is moved to the
+    pending set, and the oldest pending warp takes its place (Narasiman et al., MICRO 2011)."""
+
+    name = "two_level"
+    active_size = 4
+
+    def __init__(self, slots: int):
+        self.slots = slots
+        self.active: list = []
+        self.last = -1
+
+    def order(self, candidates, now):
+        active = self.active
+        ready_active = [w for w in candidates if w in active]
+        pending = sorted((w for w in candidates if w not in active), key=lambda w: w.age)
+        for w in pending:  # fill free active places, oldest first
+            if len(active) >= self.active_size:
+                break
+            active.append(w)
+            ready_active.append(w)
+        if not ready_active and pending:  # nothing active can issue: the oldest pending warp replaces one
+            active.pop(0)
+            active.append(pending[0])
+            ready_active.append(pending[0])
+        last, n = self.last, self.slots
+        return sorted(ready_active, key=lambda w: (w.slot - last - 1) % n)
+
+    def issued(self, warp, now):
+        self.last = warp.slot
+
+    def stalled_long(self, warp):
+        if warp in self.active:
+            self.active.remove(warp)
+
+    def forget(self, warp):
+        if warp in self.active:
+            self.active.remove(warp)
+
+
+_POLICIES: dict[str, Callable[[int], Policy]] = {
+    "lrr": LooseRoundRobin, "gto": GreedyThenOldest, "oldest_first": OldestFirst, "two_level": TwoLevel,
+}
+
+
+def register_policy(name: str, factory: Callable[[int], Policy]) -> None:
+    """Make `--scheduler NAME` build `factory(warp_slots)` for every sub-partition."""
+    _POLICIES[name] = factory
+
+
+def policy_names() -> list[str]:
+    return sorted(_POLICIES)
+
+
+def make_policy(name: str, slots: int) -> Policy:
+    factory = _POLICIES.get(name)
+    if factory is None:
+        from ..errors import GpusimError
+
+        raise GpusimError(f"unknown scheduler '{name}': expected one of {', '.join(policy_names())}")
+    return factory(slots)

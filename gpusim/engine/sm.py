@@ -1,0 +1,114 @@
+"""A streaming multiprocessor: sub-partitions, resident blocks, warp slots, barriers; a simpy process that
+sleeps until its next cycle of interest."""
+
+from __future__ import annotations
+
+import heapq
+
+from ..stats import SMCounters
+from .scheduler import make_policy
+from .subpartition import INF, SubPartition
+from .warp import Warp
+
+
+class Block:
+    """A resident thread block: its warps still alive and the ones waiting at a barrier."""
+
+    __slots__ = ("index", "warps", "live", "arrived")
+
+    def __init__(self, index: int):
+        self.index = index
+        self.warps: list[Warp] = []
+        self.live = 0
+        self.arrived: list[Warp] = []
+
+
+class SM:
+    def __init__(self, gpu, index: int, name: str, spec, timing, memory, scheduler: str, observer=None):
+        self.gpu = gpu
+        self.index = index
+        self.name = name
+        self.spec = spec
+        self.observer = observer
+        sub = spec.sm.sub_partitions
+        self.counters = SMCounters(sub)
+        self.sps = [SubPartition(self, i, make_policy(scheduler, spec.sm.max_warps), timing, self.counters, memory)
+                    for i in range(sub)]
+        self.free_slots = list(range(spec.sm.max_warps))
+        self.arrivals: list[tuple[int, int]] = []  # (cycle the block's warps start, block index)
+        self.resident_blocks = 0
+
+    # --- blocks --------------------------------------------------------------------------------------------
+    def reserve_block(self, block_index: int, start: int) -> None:
+        """The dispatcher placed a block here; its warps become resident at `start`."""
+        self.resident_blocks += 1
+        heapq.heappush(self.arrivals, (start, block_index))
+
+    def start_block(self, block_index: int, now: int) -> None:
+        kernel = self.gpu.kernel
+        block = Block(block_index)
+        sub = len(self.sps)
+        warps_per_block = kernel.launch.warps_per_block
+        block.live = warps_per_block
+        for i in range(warps_per_block):
+            slot = heapq.heappop(self.free_slots)
+            sp = self.sps[slot % sub]
+            warp = Warp(block_index * warps_per_block + i, block, i, sp, slot, self.gpu.next_age(),
+                        self.gpu.stream(block_index, i))
+            block.warps.append(warp)
+        for warp in block.warps:
+            warp.sp.add_warp(warp, now)
+
+    def retire_warp(self, warp, now: int) -> None:
+        if warp.finished:
+            return
+        warp.finished = True
+        self.counters.warps_changed(now, -1, warp.sp.index)
+        heapq.heappush(self.free_slots, warp.slot)
+        forget = getattr(warp.sp.policy, "forget", None)
+        if forget is not None:
+            forget(warp)
+        block = warp.block
+        block.live -= 1
+        if block.arrived:
+            self.release_barrier_if_complete(block, now - 1)
+        if block.live == 0:
+            self.resident_blocks -= 1
+            self.counters.blocks_done += 1
+            self.gpu.block_retired(self, now)
+
+    # --- barriers ------------------------------------------------------------------------------------------
+    def barrier_arrive(self, warp, now: int) -> None:
+        warp.block.arrived.append(warp)
+        self.release_barrier_if_complete(warp.block, now)
+
+    def release_barrier_if_complete(self, block, now: int) -> None:
+        """Exited warps do not count: the barrier opens when every live warp has arrived."""
+        if len(block.arrived) < block.live:
+            return
+        release = now + 1
+        for warp in block.arrived:
+            operands, _board = warp.operands_ready(release)
+            warp.sp.sleep(warp, max(release, operands), "barrier")
+        block.arrived = []
+
+    # --- time ----------------------------------------------------------------------------------------------
+    def step(self, now: int) -> float:
+        arrivals = self.arrivals
+        while arrivals and arrivals[0][0] <= now:
+            start, block_index = heapq.heappop(arrivals)
+            self.start_block(block_index, start)
+        for sp in self.sps:
+            if sp.next_at <= now:
+                sp.cycle(now)
+        nxt = min(sp.next_at for sp in self.sps)
+        if arrivals and arrivals[0][0] < nxt:
+            nxt = arrivals[0][0]
+        return nxt
+
+    def process(self, env):
+        while True:
+            nxt = self.step(env.now)
+            if nxt == INF:
+                return
+            yield env.timeout(nxt - env.now)

@@ -1,0 +1,75 @@
+"""Per-opcode issue timing for one architecture: which pipe, how long it stays busy, when results are ready.
+
+Every number comes from the ArchSpec (pipelines, frontend); this module only says which number applies.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from ..arch import ArchSpec
+from ..workload.opcodes import (BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, LDST_GLOBAL, LDST_LOCAL, LDST_SHARED,
+                                MISC, SFU, TENSOR, OpInfo)
+
+# Scoreboards (what a dependent instruction waits on) and the stall reason each produces.
+WAIT, SHORT, LONG, NONE = "wait", "short_scoreboard", "long_scoreboard", "none"
+MATH_THROTTLE, MIO_THROTTLE, LG_THROTTLE = "math_pipe_throttle", "mio_throttle", "lg_throttle"
+HMMA_16816_FLOPS = 2 * 16 * 8 * 16  # the shape assumed for a tensor opcode that names none
+
+
+@attrs.frozen
+class OpTiming:
+    pipe: str | None  # the sub-partition pipe it occupies; None: only the issue slot
+    interval: int  # cycles the pipe stays busy for one warp-instruction
+    latency: int  # cycles until a fixed-latency result is ready (memory: decided by the memory model)
+    board: str  # WAIT / SHORT / LONG for results; NONE for instructions without a register result
+    throttle: str  # stall reason while the pipe is busy
+    is_memory: bool
+    is_branch: bool
+    is_barrier: bool
+
+
+class TimingTable:
+    """OpTiming for each opcode, computed once per (arch, opcode)."""
+
+    def __init__(self, spec: ArchSpec):
+        self.spec = spec
+        self._cache: dict[str, OpTiming] = {}
+
+    def __call__(self, info: OpInfo) -> OpTiming:
+        timing = self._cache.get(info.opcode)
+        if timing is None:
+            timing = self._cache[info.opcode] = self._derive(info)
+        return timing
+
+    def _interval(self, lanes: float) -> int:
+        return max(1, math.ceil(self.spec.sm.warp_size / lanes))
+
+    def _derive(self, info: OpInfo) -> OpTiming:
+        p, mem = self.spec.pipelines, self.spec.memory
+        cls = info.pipeline
+
+        def make(pipe, interval, latency, board, throttle, memory=False):
+            return OpTiming(pipe, interval, latency, board, throttle, memory, cls == BRANCH, cls == BARRIER)
+
+        if cls in (FP32, INT32, FP64, SFU):
+            pipe = {FP32: p.fp32, INT32: p.int32, FP64: p.fp64, SFU: p.sfu}[cls]
+            board, throttle = (SHORT, MIO_THROTTLE) if cls == SFU else (WAIT, MATH_THROTTLE)
+            return make(cls, self._interval(pipe.lanes), pipe.latency, board, throttle)
+        if cls == MISC:
+            return make(INT32, self._interval(p.int32.lanes), p.int32.latency, WAIT, MATH_THROTTLE)
+        if cls == TENSOR:
+            flops = info.mma_flops or HMMA_16816_FLOPS
+            interval = max(1, math.ceil(flops / p.tensor.dense_fp16_flops_per_clock))
+            return make(TENSOR, interval, p.tensor.latency, WAIT, MATH_THROTTLE)
+        if cls in (LDST_GLOBAL, LDST_LOCAL):
+            return make("lsu_global", self._interval(p.ldst.lanes), mem.l1.hit_latency, LONG, LG_THROTTLE,
+                        memory=info.is_memory)
+        if cls in (LDST_SHARED, LDST_CONST):  # shared memory, shuffles and constant loads go through the MIO
+            return make("lsu_shared", self._interval(p.ldst.lanes), mem.l1.shared_latency, SHORT, MIO_THROTTLE,
+                        memory=info.is_memory)
+        if cls == BRANCH:
+            return make(None, 1, self.spec.frontend.branch_resolve_cycles, NONE, MATH_THROTTLE)
+        return make(None, 1, 1, NONE, MATH_THROTTLE)  # barrier

@@ -1,0 +1,47 @@
+"""A resident warp's runtime state: its stream, the next instruction, its scoreboard and its stall state."""
+
+from __future__ import annotations
+
+from .timing import OpTiming
+
+
+class Warp:
+    """One warp on one sub-partition. `reason`/`since` say what it has been doing since when; the interval
+    is added to the SM's counters when the state changes (never cycle by cycle)."""
+
+    __slots__ = ("gid", "block", "index", "sp", "slot", "age", "stream", "inst", "timing", "regs", "reason",
+                 "since", "store_done", "finished")
+
+    def __init__(self, gid: int, block, index: int, sp, slot: int, age: int, stream):
+        self.gid = gid  # global warp id: block * warps_per_block + index
+        self.block = block
+        self.index = index  # warp index within its block
+        self.sp = sp
+        self.slot = slot  # warp slot in the SM (the sub-partition is slot % sub_partitions)
+        self.age = age  # launch order across the GPU
+        self.stream = stream
+        self.inst = None  # the next instruction, fetched but not issued
+        self.timing: OpTiming | None = None
+        self.regs: dict[str, tuple[int, str]] = {}  # register -> (cycle its value is ready, scoreboard)
+        self.reason = "no_instruction"
+        self.since = 0
+        self.store_done = 0  # cycle its last store completes (an exiting warp drains until then)
+        self.finished = False
+
+    def operands_ready(self, now: int) -> tuple[int, str]:
+        """(cycle the next instruction's sources and destinations are ready, the scoreboard that decides it)."""
+        ready, board = now, "wait"
+        regs = self.regs
+        inst = self.inst
+        for name in inst.src:
+            entry = regs.get(name)
+            if entry is not None and entry[0] > ready:
+                ready, board = entry
+        for name in inst.dst:
+            entry = regs.get(name)
+            if entry is not None and entry[0] > ready:
+                ready, board = entry
+        return ready, board
+
+    def __repr__(self):
+        return f"Warp(gid={self.gid}, slot={self.slot}, reason={self.reason})"

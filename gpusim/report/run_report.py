@@ -1,0 +1,53 @@
+"""The readable report of one simulated kernel."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from ..stats.counters import REASONS
+
+
+def print_run(result) -> None:
+    m = result.metrics
+    console = Console(width=120)
+    launch = result.launch
+    console.print(f"[bold]{result.kernel}[/bold] on {result.arch} ({m['launch__sm_count']} SMs), scheduler "
+                  f"{result.scheduler}, SIMT {result.simt}: grid {launch['grid']} x block {launch['block']}, "
+                  f"{launch['registers_per_thread']} regs, {launch['shared_memory_bytes'] + launch['dynamic_shared_memory_bytes']} B shared")
+    summary = Table(show_header=False, title="summary")
+    summary.add_column("metric")
+    summary.add_column("value", justify="right")
+    rows = [
+        ("cycles (gpu_sim_cycle)", f"{m['gpu_sim_cycle']:,}"),
+        ("time at the core clock", f"{m['gpu__time_duration.sum'] * 1e6:,.2f} us"),
+        ("warp-instructions", f"{m['smsp__inst_executed.sum']:,}"),
+        ("thread-instructions", f"{m['smsp__thread_inst_executed.sum']:,}"),
+        ("IPC per SM (warp-inst / active cycle)", f"{m['sm__inst_executed.avg.per_cycle_active']:.3f}"),
+        ("issue slots busy per sub-partition", f"{m['smsp__issue_active.avg.pct_of_peak_sustained_active']:.1f}%"),
+        ("active lanes per warp-instruction", f"{m['smsp__thread_inst_executed_per_inst_executed.ratio']:.2f}"),
+        ("achieved occupancy", f"{m['sm__warps_active.avg.pct_of_peak_sustained_active']:.1f}%"),
+        ("theoretical occupancy", f"{m['sm__maximum_warps_per_active_cycle_pct']:.1f}%"),
+        ("eligible warps per cycle per sub-partition", f"{m['smsp__warps_eligible.avg.per_cycle_active']:.2f}"),
+        ("blocks per SM (resident) / waves", f"{m['gpusim__blocks_per_sm']} / {m['launch__waves_per_multiprocessor']:.2f}"),
+    ]
+    for key, label in (("l1tex__t_sector_hit_rate.pct", "L1 sector hit rate"),
+                       ("lts__t_sector_hit_rate.pct", "L2 sector hit rate"),
+                       ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "shared-memory bank conflicts")):
+        if key in m:
+            rows.append((label, f"{m[key]:,.1f}" if isinstance(m[key], float) else f"{m[key]:,}"))
+    for row in rows:
+        summary.add_row(*row)
+    console.print(summary)
+    stalls = Table(title="where warps spent their cycles (per issued instruction)")
+    stalls.add_column("state")
+    stalls.add_column("cycles/inst", justify="right")
+    stalls.add_column("share", justify="right")
+    total = m["smsp__average_warp_latency_per_inst_issued.ratio"] or 1
+    for reason in sorted(REASONS, key=lambda r: -m[f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"]):
+        value = m[f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"]
+        if value:
+            stalls.add_row(reason, f"{value:.2f}", f"{100 * value / total:.1f}%")
+    console.print(stalls)
+    console.print(f"simulated in {result.wall_seconds:.2f} s: {m['smsp__inst_executed.sum'] / max(result.wall_seconds, 1e-9):,.0f} "
+                  f"warp-instructions/s, {m['gpu_sim_cycle'] / max(result.wall_seconds, 1e-9):,.0f} cycles/s")

@@ -1,0 +1,48 @@
+"""Per-SM counters. The engine adds to them in bulk (intervals, not cycle ticks); metrics.py reads them."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+# Every resident warp, every cycle, is in exactly one of these states (Nsight Compute's stall reasons,
+# with `selected` for the cycle it issues).
+REASONS = ("selected", "long_scoreboard", "short_scoreboard", "wait", "math_pipe_throttle", "mio_throttle",
+           "lg_throttle", "barrier", "branch_resolving", "not_selected", "no_instruction", "drain",
+           "dispatch_stall", "misc")
+
+
+class SMCounters:
+    """What one SM did. Time-weighted quantities are integrals over cycles, updated when they change."""
+
+    __slots__ = ("stall", "inst", "thread_inst", "by_pipeline", "warps_resident", "warp_cycles", "active_cycles",
+                 "last_change", "sp_resident", "sp_active_cycles", "sp_last_change", "blocks_done")
+
+    def __init__(self, sub_partitions: int):
+        self.stall = dict.fromkeys(REASONS, 0)
+        self.inst = 0
+        self.thread_inst = 0
+        self.by_pipeline: Counter = Counter()
+        self.warps_resident = 0
+        self.warp_cycles = 0  # integral of resident warps over time
+        self.active_cycles = 0  # cycles with at least one resident warp
+        self.last_change = 0
+        self.sp_resident = [0] * sub_partitions
+        self.sp_active_cycles = [0] * sub_partitions
+        self.sp_last_change = [0] * sub_partitions
+        self.blocks_done = 0
+
+    def warps_changed(self, now: int, delta: int, sp: int) -> None:
+        """Account the interval since the last change, then add `delta` resident warps on sub-partition `sp`."""
+        elapsed = now - self.last_change
+        if elapsed:
+            self.warp_cycles += self.warps_resident * elapsed
+            if self.warps_resident:
+                self.active_cycles += elapsed
+            self.last_change = now
+        self.warps_resident += delta
+        sp_elapsed = now - self.sp_last_change[sp]
+        if sp_elapsed:
+            if self.sp_resident[sp]:
+                self.sp_active_cycles[sp] += sp_elapsed
+            self.sp_last_change[sp] = now
+        self.sp_resident[sp] += delta

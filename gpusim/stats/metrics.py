@@ -1,0 +1,70 @@
+"""Metrics named as Nsight Compute names them (GPGPU-Sim aliases beside them), from the SM counters."""
+
+from __future__ import annotations
+
+from .counters import REASONS
+
+# Nsight Compute pipe names for our pipeline classes
+PIPE_NAMES = {"fp32": "fma", "int32": "alu", "fp64": "fp64", "sfu": "xu", "tensor": "tensor",
+              "ldst_global": "lsu", "ldst_shared": "lsu", "ldst_local": "lsu", "ldst_const": "lsu",
+              "branch": "cbu", "barrier": "cbu", "misc": "alu"}
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else 0.0
+
+
+def kernel_metrics(gpu, cycles: int) -> dict:
+    sms = gpu.sms
+    spec = gpu.spec
+    counters = [sm.counters for sm in sms]
+    inst = sum(c.inst for c in counters)
+    thread_inst = sum(c.thread_inst for c in counters)
+    active = sum(c.active_cycles for c in counters)
+    warp_cycles = sum(c.warp_cycles for c in counters)
+    sp_active = sum(sum(c.sp_active_cycles) for c in counters)
+    stall = {r: sum(c.stall[r] for c in counters) for r in REASONS}
+    occ = gpu.occupancy
+    m = {
+        "gpu_sim_cycle": cycles,
+        "gpc__cycles_elapsed.max": cycles,
+        "gpu__time_duration.sum": cycles / (spec.clocks.core_mhz * 1e6),
+        "smsp__inst_executed.sum": inst,
+        "smsp__thread_inst_executed.sum": thread_inst,
+        "gpu_sim_insn": thread_inst,
+        "sm__inst_executed.avg.per_cycle_active": _ratio(inst, active),
+        "sm__cycles_active.avg": _ratio(active, len(sms)),
+        "gpu_ipc": _ratio(thread_inst, cycles),
+        "gpu__inst_executed_per_cycle": _ratio(inst, cycles),
+        "sm__warps_active.avg.pct_of_peak_sustained_active": 100 * _ratio(warp_cycles, active * spec.sm.max_warps),
+        "sm__maximum_warps_per_active_cycle_pct": 100 * occ.occupancy,
+        "smsp__thread_inst_executed_per_inst_executed.ratio": _ratio(thread_inst, inst),
+        "smsp__issue_active.avg.pct_of_peak_sustained_active": 100 * _ratio(inst, sp_active),
+        "smsp__warps_eligible.avg.per_cycle_active": _ratio(stall["selected"] + stall["not_selected"], sp_active),
+        "smsp__warps_active.avg.per_cycle_active": _ratio(warp_cycles, sp_active),
+        "smsp__average_warp_latency_per_inst_issued.ratio": _ratio(warp_cycles, inst),
+        "launch__grid_size": gpu.kernel.launch.nblocks,
+        "launch__block_size": gpu.kernel.launch.threads_per_block,
+        "launch__registers_per_thread": gpu.kernel.launch.registers_per_thread,
+        "launch__shared_mem_per_block": gpu.kernel.launch.smem_per_block,
+        "launch__sm_count": len(sms),
+        "launch__occupancy_limit_registers": occ.block_limit_registers,
+        "launch__occupancy_limit_shared_mem": occ.block_limit_shared_memory,
+        "launch__occupancy_limit_warps": occ.block_limit_warps,
+        "launch__occupancy_limit_blocks": occ.block_limit_blocks,
+        "launch__occupancy_limit_barriers": occ.block_limit_barriers,
+        "launch__waves_per_multiprocessor": gpu.dispatcher.waves,
+        "gpusim__blocks_per_sm": occ.blocks_per_sm,
+        "gpusim__blocks_run_per_sm_max": max(gpu.dispatcher.placements),
+    }
+    for reason in REASONS:
+        m[f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"] = _ratio(stall[reason], inst)
+        m[f"smsp__pcsamp_warps_issue_stalled_{reason}"] = stall[reason]
+    pipes: dict[str, int] = {}
+    for c in counters:
+        for cls, n in c.by_pipeline.items():
+            key = f"sm__inst_executed_pipe_{PIPE_NAMES[cls]}.sum"
+            pipes[key] = pipes.get(key, 0) + n
+    m.update(sorted(pipes.items()))
+    m.update(gpu.memory.metrics(cycles))
+    return m
