@@ -11,6 +11,10 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 
+def _age(warp) -> int:
+    return warp.age
+
+
 class Policy:
     name = "policy"
 
@@ -52,10 +56,12 @@ class GreedyThenOldest(Policy):
         self.greedy = None
 
     def order(self, candidates, now):
-        if len(candidates) < 2:
-            return candidates
         greedy = self.greedy
-        return sorted(candidates, key=lambda w: (w is not greedy, w.age))
+        rest = sorted(candidates, key=_age)
+        if greedy is not None and greedy in candidates:
+            rest.remove(greedy)
+            rest.insert(0, greedy)
+        return rest
 
     def issued(self, warp, now):
         self.greedy = warp
@@ -70,9 +76,7 @@ class OldestFirst(Policy):
         pass
 
     def order(self, candidates, now):
-        if len(candidates) < 2:
-            return candidates
-        return sorted(candidates, key=lambda w: w.age)
+        return sorted(candidates, key=_age)
 
 
 class TwoLevel(Policy):

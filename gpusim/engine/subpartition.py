@@ -59,6 +59,8 @@ class SubPartition:
 
     # --- one cycle ---------------------------------------------------------------------------------------
     def cycle(self, now: int) -> None:
+        """Wake warps whose wait is over, issue at most one ready warp whose pipe is free, note when to
+        come back. Every ready warp that is not issued is charged to not_selected or its pipe's throttle."""
         heap, ready, stall = self.heap, self.ready, self.counters.stall
         while heap and heap[0][0] <= now:
             t, _, warp, retire = heapq.heappop(heap)
@@ -69,10 +71,11 @@ class SubPartition:
                 continue
             warp.reason = NOT_SELECTED
             ready.append(warp)
+        chosen = None
         if ready:
-            chosen = None
             pipe_free = self.pipe_free
-            for warp in self.policy.order(ready, now):
+            candidates = ready if len(ready) == 1 else self.policy.order(ready, now)
+            for warp in candidates:
                 pipe = warp.timing.pipe
                 if pipe is not None and pipe_free.get(pipe, 0) > now:
                     throttle = warp.timing.throttle
@@ -86,23 +89,20 @@ class SubPartition:
                     warp.since, warp.reason = now, NOT_SELECTED
             if chosen is not None:
                 self.issue(chosen, now)
-        self.next_at = self.next_cycle(now)
-
-    def next_cycle(self, now: int) -> float:
-        nxt = self.heap[0][0] if self.heap else INF
-        pipe_free = self.pipe_free
-        for warp in self.ready:
-            pipe = warp.timing.pipe
-            t = now + 1
-            if pipe is not None:
-                busy = pipe_free.get(pipe, 0)
-                if busy > t:
-                    t = busy
-            if t < nxt:
-                nxt = t
-                if t == now + 1:
+        # the next cycle this sub-partition can do anything
+        nxt = heap[0][0] if heap else INF
+        if ready:
+            soon = now + 1
+            pipe_free = self.pipe_free
+            for warp in ready:
+                pipe = warp.timing.pipe
+                t = pipe_free.get(pipe, 0) if pipe is not None else 0
+                if t <= soon:
+                    nxt = soon
                     break
-        return nxt
+                if t < nxt:
+                    nxt = t
+        self.next_at = nxt
 
     # --- issue -------------------------------------------------------------------------------------------
     def issue(self, warp, now: int) -> None:
@@ -112,51 +112,67 @@ class SubPartition:
         stall["selected"] += 1
         counters.inst += 1
         counters.thread_inst += inst.mask.bit_count()
-        counters.by_pipeline[inst.pipeline] += 1
+        counters.by_pipeline[inst.info.pipeline] += 1
         self.policy.issued(warp, now)
-        if self.sm.observer is not None:
-            self.sm.observer.issued(self.sm, self, warp, inst, now)
+        sm = self.sm
+        if sm.observer is not None:
+            sm.observer.issued(sm, self, warp, inst, now)
         pipe = timing.pipe
         if pipe is not None:
             self.pipe_free[pipe] = now + timing.interval
+        regs = warp.regs
         if timing.is_memory:
-            result = self.memory.access(self.sm.index, inst, now)
+            result = self.memory.access(sm.index, inst, now)
             if result.extra_pipe_cycles:
                 self.pipe_free[pipe] += result.extra_pipe_cycles
-            if inst.is_store or inst.info.is_atomic:
-                warp.store_done = max(warp.store_done, result.ready_at)
+            info = inst.info
+            if info.is_store or info.is_atomic:
+                if result.ready_at > warp.store_done:
+                    warp.store_done = result.ready_at
+            entry = (result.ready_at, timing.board)
             for name in inst.dst:
-                warp.regs[name] = (result.ready_at, timing.board)
+                regs[name] = entry
         elif timing.board != NONE:
-            ready_at = now + timing.latency
+            entry = (now + timing.latency, timing.board)
             for name in inst.dst:
-                warp.regs[name] = (ready_at, timing.board)
-        self.after_issue(warp, timing, now)
+                regs[name] = entry
 
-    def after_issue(self, warp, issued_timing, now: int) -> None:
-        """Fetch the warp's next instruction and put it where it belongs: ready, asleep, at a barrier, gone."""
+        # fetch the next instruction and put the warp where it belongs: ready, asleep, at a barrier, gone
         nxt = now + 1
         warp.since = nxt
-        if not self.fetch(warp):
+        following = next(warp.stream, None)
+        if following is None:
+            warp.inst = None
             self.ready.remove(warp)
             if warp.store_done > nxt:
                 self.sleep(warp, warp.store_done, "drain", retire=True)
             else:
-                self.sm.retire_warp(warp, nxt)
+                sm.retire_warp(warp, nxt)
             return
-        if issued_timing.is_barrier:
+        warp.inst = following
+        opcode = following.info.opcode
+        warp.timing = self.timing.cache.get(opcode) or self.timing(following.info)
+        if timing.is_barrier:
             self.ready.remove(warp)
             warp.reason = "barrier"
-            self.sm.barrier_arrive(warp, now)
+            sm.barrier_arrive(warp, now)
             return
-        operands, board = warp.operands_ready(nxt)
-        if issued_timing.is_branch:
-            resolved = now + issued_timing.latency
-            if resolved >= operands:
-                operands, board = resolved, "branch_resolving"
-        if operands > nxt:
+        ready_at, board = nxt, "wait"
+        for name in following.src:
+            entry = regs.get(name)
+            if entry is not None and entry[0] > ready_at:
+                ready_at, board = entry
+        for name in following.dst:
+            entry = regs.get(name)
+            if entry is not None and entry[0] > ready_at:
+                ready_at, board = entry
+        if timing.is_branch:
+            resolved = now + timing.latency
+            if resolved >= ready_at:
+                ready_at, board = resolved, "branch_resolving"
+        if ready_at > nxt:
             self.ready.remove(warp)
-            self.sleep(warp, operands, board)
+            self.sleep(warp, ready_at, board)
             if board == LONG:
                 self.policy.stalled_long(warp)
         else:

@@ -36,12 +36,12 @@ class TimingTable:
 
     def __init__(self, spec: ArchSpec):
         self.spec = spec
-        self._cache: dict[str, OpTiming] = {}
+        self.cache: dict[str, OpTiming] = {}  # opcode -> timing (read directly on the hot path)
 
     def __call__(self, info: OpInfo) -> OpTiming:
-        timing = self._cache.get(info.opcode)
+        timing = self.cache.get(info.opcode)
         if timing is None:
-            timing = self._cache[info.opcode] = self._derive(info)
+            timing = self.cache[info.opcode] = self._derive(info)
         return timing
 
     def _interval(self, lanes: float) -> int:

@@ -20,9 +20,12 @@ class Warp:
         self.slot = slot  # warp slot in the SM (the sub-partition is slot % sub_partitions)
         self.age = age  # launch order across the GPU
         self.stream = stream
+        bind = getattr(stream, "bind", None)
+        self.regs: dict[str, tuple[int, str]] = {}  # register -> (cycle its value is ready, scoreboard)
+        if bind is not None:  # independent thread scheduling picks paths by register readiness
+            bind(self.regs)
         self.inst = None  # the next instruction, fetched but not issued
         self.timing: OpTiming | None = None
-        self.regs: dict[str, tuple[int, str]] = {}  # register -> (cycle its value is ready, scoreboard)
         self.reason = "no_instruction"
         self.since = 0
         self.store_done = 0  # cycle its last store completes (an exiting warp drains until then)

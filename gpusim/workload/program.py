@@ -59,6 +59,7 @@ class If:
     orelse: tuple
     line: int
     pc: int  # of the implicit divergent branch (BRA)
+    sync_pc: int  # of the explicit reconvergence point (BSYNC) in independent-thread-scheduling mode
 
     def control_exprs(self):
         return [self.cond]
@@ -75,6 +76,7 @@ class Exit:
 
 
 BRA_INFO = lookup("BRA")
+BSYNC_INFO = lookup("BSYNC")
 EXIT_INFO = lookup("EXIT")
 
 
@@ -225,7 +227,7 @@ class ProgramCompiler:
         orelse = self.body(item.get("else"), item.line, "else")
         if not then and not orelse:
             raise WorkloadError(f"{self.where(item.line)}: if needs a 'then' or an 'else' body")
-        return If(cond=cond, then=then, orelse=orelse, line=item.line, pc=pc)
+        return If(cond=cond, then=then, orelse=orelse, line=item.line, pc=pc, sync_pc=self.next_pc())
 
     def exit(self, item: LineDict) -> Exit:
         self.check_keys(item, EXIT_KEYS, "an exit")

@@ -16,7 +16,7 @@ import numpy as np
 from .expr import Expr, ExprError
 from .kernel import FULL_MASK, WARP_SIZE, Kernel
 from .opcodes import OpInfo
-from .program import EXIT_INFO, BRA_INFO, Exit, If, Instr, Loop, register_placeholders
+from .program import BRA_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, register_placeholders
 from .yamlio import WorkloadError
 
 REGISTER_CACHE_LIMIT = 4096  # resolved register-name lists kept per kernel
@@ -28,18 +28,32 @@ _BITS = np.arange(WARP_SIZE, dtype=np.uint64)
 class WarpInst:
     """One warp-instruction: what the engine issues."""
 
-    __slots__ = ("warp", "block", "pc", "op", "pipeline", "mask", "dst", "src", "addrs", "width", "space",
-                 "is_store", "info")
+    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "addrs")
 
     def __init__(self, info: OpInfo, warp: int, block: int, pc: int, mask: int, dst, src, addrs):
         self.info = info
-        self.op = info.opcode
-        self.pipeline = info.pipeline
-        self.space = info.space
-        self.width = info.width
-        self.is_store = info.is_store
         self.warp, self.block, self.pc, self.mask = warp, block, pc, mask
         self.dst, self.src, self.addrs = dst, src, addrs
+
+    @property
+    def op(self) -> str:
+        return self.info.opcode
+
+    @property
+    def pipeline(self) -> str:
+        return self.info.pipeline
+
+    @property
+    def space(self) -> str | None:
+        return self.info.space
+
+    @property
+    def width(self) -> int:
+        return self.info.width
+
+    @property
+    def is_store(self) -> bool:
+        return self.info.is_store
 
     @property
     def active_lanes(self) -> int:
@@ -129,61 +143,107 @@ class _LazyRegisters:
             self.env["rep"] = saved
 
 
+class Diverge:
+    """In independent-thread-scheduling mode: the two sides of a divergent branch, as two streams the engine
+    may interleave. The warp's own stream resumes (with a BSYNC) once both have ended."""
+
+    __slots__ = ("then_stream", "else_stream")
+
+    def __init__(self, then_stream, else_stream):
+        self.then_stream, self.else_stream = then_stream, else_stream
+
+
+class _Live:
+    """The warp's live-lane mask, shared by the walkers of divergent paths (an exit on one path is final)."""
+
+    __slots__ = ("mask",)
+
+    def __init__(self, mask: int):
+        self.mask = mask
+
+
 class _WarpWalker:
-    def __init__(self, kernel: Kernel, block: int, warp_in_block: int):
+    def __init__(self, kernel: Kernel, block: int, warp_in_block: int, its: bool = False):
         self.kernel = kernel
         self.block = block
         self.warp = block * kernel.launch.warps_per_block + warp_in_block
         self.env = kernel.base_env(block, warp_in_block)
-        self.live = kernel.initial_mask(warp_in_block)
+        self.state = _Live(kernel.initial_mask(warp_in_block))
         self.check_all = False
+        self.its = its
+
+    @property
+    def live(self) -> int:
+        return self.state.mask
+
+    def side(self, nodes, mask: int) -> Iterator[WarpInst]:
+        """A walker for one side of a divergent branch: its own copy of the loop indices, the same lanes."""
+        clone = object.__new__(_WarpWalker)
+        clone.kernel, clone.block, clone.warp, clone.state = self.kernel, self.block, self.warp, self.state
+        clone.env, clone.check_all, clone.its = dict(self.env), False, True
+        return clone.walk([[nodes, 0, mask, None]])
 
     def run(self) -> Iterator[WarpInst]:
-        yield from self.body(self.kernel.program, self.live)
-        if self.live:
-            yield WarpInst(EXIT_INFO, self.warp, self.block, self.kernel.exit_pc, self.live, (), (), None)
+        yield from self.walk([[self.kernel.program, 0, self.state.mask, None]])
+        if self.state.mask:
+            yield WarpInst(EXIT_INFO, self.warp, self.block, self.kernel.exit_pc, self.state.mask, (), (), None)
 
-    def body(self, nodes, mask: int) -> Iterator[WarpInst]:
-        env = self.env
-        for node in nodes:
-            m = mask & self.live
-            if not m:
-                return
+    def walk(self, stack) -> Iterator[WarpInst]:
+        """Instructions from one generator frame: nested bodies live on an explicit stack of
+        [nodes, next index, mask, loop state] frames instead of nested generators (cheaper per instruction)."""
+        env, warp, block, state = self.env, self.warp, self.block, self.state
+        while stack:
+            frame = stack[-1]
+            nodes, index, mask, loop = frame
+            m = mask & state.mask
+            if index >= len(nodes) or not m:
+                stack.pop()
+                if loop is not None:  # end of a loop trip: start the next one, or leave the loop
+                    node, trips, saved = loop
+                    trip = next(trips, None) if m else None
+                    if trip is not None:
+                        env[node.var] = trip[0]
+                        stack.append([node.body, 0, trip[1], loop])
+                    elif saved is not None:
+                        env[node.var] = saved
+                continue
+            node = nodes[index]
+            frame[1] = index + 1
             kind = type(node)
             if kind is Instr:
-                yield from self.instr(node, m)
+                repeat = node.repeat.constant
+                if repeat is None:
+                    repeat = uniform_int(node.repeat, env, "repeat", m)
+                    if isinstance(repeat, np.ndarray):
+                        raise WorkloadError(f"{node.repeat.where}: repeat must be the same for every lane")
+                for first in range(0, repeat, REPEAT_CHUNK):
+                    yield from self.instr_chunk(node, m, first, min(REPEAT_CHUNK, repeat - first), repeat)
             elif kind is Loop:
-                saved = env.get(node.var)
-                for i, loop_mask in loop_masks(uniform_int(node.count, env, "loop count", m), m):
-                    env[node.var] = i
-                    yield from self.body(node.body, loop_mask)
-                    if not loop_mask & self.live:
-                        break
-                if saved is not None:
-                    env[node.var] = saved
+                trips = loop_masks(uniform_int(node.count, env, "loop count", m), m)
+                trip = next(trips, None)
+                if trip is not None:
+                    saved = env.get(node.var)
+                    env[node.var] = trip[0]
+                    stack.append([node.body, 0, trip[1], (node, trips, saved)])
             elif kind is If:
                 cond = to_mask(node.cond(env))
-                yield WarpInst(BRA_INFO, self.warp, self.block, node.pc, m, (), (), None)
+                yield WarpInst(BRA_INFO, warp, block, node.pc, m, (), (), None)
+                if self.its and m & cond and m & ~cond and node.then and node.orelse:
+                    yield Diverge(self.side(node.then, m & cond), self.side(node.orelse, m & ~cond))
+                    if m & state.mask:
+                        yield WarpInst(BSYNC_INFO, warp, block, node.sync_pc, m & state.mask, (), (), None)
+                    continue
+                if m & ~cond and node.orelse:  # pushed first, runs second
+                    stack.append([node.orelse, 0, m & ~cond, None])
                 if m & cond and node.then:
-                    yield from self.body(node.then, m & cond)
-                if m & ~cond and node.orelse:
-                    yield from self.body(node.orelse, m & ~cond & self.live)
+                    stack.append([node.then, 0, m & cond, None])
             else:
                 exiting = m if node.cond is None else m & to_mask(node.cond(env))
                 if exiting:
-                    yield WarpInst(EXIT_INFO, self.warp, self.block, node.pc, exiting, (), (), None)
-                    self.live &= ~exiting
+                    yield WarpInst(EXIT_INFO, warp, block, node.pc, exiting, (), (), None)
+                    state.mask &= ~exiting
 
-    def instr(self, node: Instr, mask: int) -> Iterator[WarpInst]:
-        repeat = node.repeat.constant
-        if repeat is None:
-            repeat = uniform_int(node.repeat, self.env, "repeat", mask)
-            if isinstance(repeat, np.ndarray):
-                raise WorkloadError(f"{node.repeat.where}: repeat must be the same for every lane")
-        for first in range(0, repeat, REPEAT_CHUNK):
-            yield from self.instr_chunk(node, mask, first, min(REPEAT_CHUNK, repeat - first), repeat)
-
-    def instr_chunk(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> Iterator[WarpInst]:
+    def instr_chunk(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> list[WarpInst]:
         """Repeats first .. first+count-1 of an instruction; addresses for all of them in one evaluation."""
         env = self.env
         info, pred, warp, block, pc = node.info, node.pred, self.warp, self.block, node.pc
@@ -195,6 +255,7 @@ class _WarpWalker:
             env["rep"] = 0
         regs = self.registers(node, repeat) if node.templated else None
         dst, src = node.dst, node.src
+        out = []
         for j in range(count):
             k = first + j
             if pred is None:
@@ -209,8 +270,9 @@ class _WarpWalker:
                 lane_addrs = addrs[j]
                 if m != FULL_MASK or self.check_all:
                     self.check(node, lane_addrs, m)
-            yield WarpInst(info, warp, block, pc + 16 * k, m, dst, src, lane_addrs)
+            out.append(WarpInst(info, warp, block, pc + 16 * k, m, dst, src, lane_addrs))
         env["rep"] = 0
+        return out
 
     def registers(self, node: Instr, repeat: int) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
         """Resolved register names for each repeat, cached by the values of the other names they read."""
@@ -263,11 +325,12 @@ class _WarpWalker:
                                 f"{node.info.width}-byte access width")
 
 
-def warp_stream(kernel: Kernel, block: int, warp_in_block: int) -> Iterator[WarpInst]:
-    """The warp-instructions one warp issues, generated as they are consumed."""
+def warp_stream(kernel: Kernel, block: int, warp_in_block: int, its: bool = False) -> Iterator[WarpInst]:
+    """The warp-instructions one warp issues, generated as they are consumed. With `its`, a divergent `if`
+    yields a Diverge (two streams the engine may interleave) followed by a BSYNC at the reconvergence point."""
     if not 0 <= block < kernel.launch.nblocks or not 0 <= warp_in_block < kernel.launch.warps_per_block:
         raise ValueError(f"no warp {warp_in_block} in block {block} of {kernel.name}")
     try:
-        yield from _WarpWalker(kernel, block, warp_in_block).run()
+        yield from _WarpWalker(kernel, block, warp_in_block, its).run()
     except ExprError as exc:
         raise WorkloadError(str(exc)) from None
