@@ -44,7 +44,11 @@ class GPU:
         self.spec, self.env, self.kernel = spec, env, kernel
         self.memory = memory if memory is not None else FixedLatencyMemory(spec)
         launch = kernel.launch
-        self.occupancy = occupancy(spec, launch.threads_per_block, launch.registers_per_thread, launch.smem_per_block)
+        try:
+            self.occupancy = occupancy(spec, launch.threads_per_block, launch.registers_per_thread,
+                                       launch.smem_per_block)
+        except ValueError as exc:
+            raise GpusimError(f"{kernel.source}: launch: {exc}") from None
         if self.occupancy.blocks_per_sm == 0:
             raise GpusimError(f"{kernel.source}: the launch cannot be resident on {spec.name}: {self.occupancy.reason}")
         timing = TimingTable(spec)
