@@ -29,6 +29,8 @@ class SubPartition:
         self.heap: list = []
         self.pipe_free: dict[str, int] = {}
         self.next_at = INF
+        self.timing_cache = timing.cache
+        self.observer = sm.observer
 
     # --- warps arriving, sleeping, waking ----------------------------------------------------------------
     def add_warp(self, warp, now: int) -> None:
@@ -107,32 +109,30 @@ class SubPartition:
     # --- issue -------------------------------------------------------------------------------------------
     def issue(self, warp, now: int) -> None:
         inst, timing, counters = warp.inst, warp.timing, self.counters
-        stall = counters.stall
-        stall[warp.reason] += now - warp.since
-        stall["selected"] += 1
+        counters.stall[warp.reason] += now - warp.since  # the issue cycle itself is counted as selected
         counters.inst += 1
         counters.thread_inst += inst.mask.bit_count()
-        counters.by_pipeline[inst.info.pipeline] += 1
+        info = inst.info
+        counters.by_pipeline[info.pipeline] += 1
         self.policy.issued(warp, now)
-        sm = self.sm
-        if sm.observer is not None:
-            sm.observer.issued(sm, self, warp, inst, now)
+        if self.observer is not None:
+            self.observer.issued(self.sm, self, warp, inst, now)
         pipe = timing.pipe
         if pipe is not None:
             self.pipe_free[pipe] = now + timing.interval
         regs = warp.regs
         if timing.is_memory:
-            result = self.memory.access(sm.index, inst, now)
+            result = self.memory.access(self.sm.index, inst, now)
             if result.extra_pipe_cycles:
                 self.pipe_free[pipe] += result.extra_pipe_cycles
-            info = inst.info
             if info.is_store or info.is_atomic:
                 if result.ready_at > warp.store_done:
                     warp.store_done = result.ready_at
-            entry = (result.ready_at, timing.board)
-            for name in inst.dst:
-                regs[name] = entry
-        elif timing.board != NONE:
+            if inst.dst:
+                entry = (result.ready_at, timing.board)
+                for name in inst.dst:
+                    regs[name] = entry
+        elif inst.dst and timing.board != NONE:
             entry = (now + timing.latency, timing.board)
             for name in inst.dst:
                 regs[name] = entry
@@ -147,15 +147,15 @@ class SubPartition:
             if warp.store_done > nxt:
                 self.sleep(warp, warp.store_done, "drain", retire=True)
             else:
-                sm.retire_warp(warp, nxt)
+                self.sm.retire_warp(warp, nxt)
             return
         warp.inst = following
-        opcode = following.info.opcode
-        warp.timing = self.timing.cache.get(opcode) or self.timing(following.info)
+        following_timing = self.timing_cache.get(following.info.opcode)
+        warp.timing = following_timing if following_timing is not None else self.timing(following.info)
         if timing.is_barrier:
             self.ready.remove(warp)
             warp.reason = "barrier"
-            sm.barrier_arrive(warp, now)
+            self.sm.barrier_arrive(warp, now)
             return
         ready_at, board = nxt, "wait"
         for name in following.src:
@@ -172,7 +172,10 @@ class SubPartition:
                 ready_at, board = resolved, "branch_resolving"
         if ready_at > nxt:
             self.ready.remove(warp)
-            self.sleep(warp, ready_at, board)
+            warp.reason = board
+            heapq.heappush(self.heap, (ready_at, next(_seq), warp, False))
+            if ready_at < self.next_at:
+                self.next_at = ready_at
             if board == LONG:
                 self.policy.stalled_long(warp)
         else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from ..workload.opcodes import PIPELINE_CLASSES
 
 # Every resident warp, every cycle, is in exactly one of these states (Nsight Compute's stall reasons,
 # with `selected` for the cycle it issues).
@@ -21,7 +21,7 @@ class SMCounters:
         self.stall = dict.fromkeys(REASONS, 0)
         self.inst = 0
         self.thread_inst = 0
-        self.by_pipeline: Counter = Counter()
+        self.by_pipeline = dict.fromkeys(PIPELINE_CLASSES, 0)
         self.warps_resident = 0
         self.warp_cycles = 0  # integral of resident warps over time
         self.active_cycles = 0  # cycles with at least one resident warp

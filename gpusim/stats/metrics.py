@@ -24,6 +24,7 @@ def kernel_metrics(gpu, cycles: int) -> dict:
     warp_cycles = sum(c.warp_cycles for c in counters)
     sp_active = sum(sum(c.sp_active_cycles) for c in counters)
     stall = {r: sum(c.stall[r] for c in counters) for r in REASONS}
+    stall["selected"] = inst  # each issue is one warp-cycle in the selected state
     occ = gpu.occupancy
     m = {
         "gpu_sim_cycle": cycles,
@@ -63,6 +64,8 @@ def kernel_metrics(gpu, cycles: int) -> dict:
     pipes: dict[str, int] = {}
     for c in counters:
         for cls, n in c.by_pipeline.items():
+            if not n:
+                continue
             key = f"sm__inst_executed_pipe_{PIPE_NAMES[cls]}.sum"
             pipes[key] = pipes.get(key, 0) + n
     m.update(sorted(pipes.items()))
