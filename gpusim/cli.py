@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", metavar="PATH", default=None,
                      help="write the result record as JSON to PATH ('-': standard output, nothing else on it)")
 
+    bench = sub.add_parser("bench", help="simulation speed on fma_peak and a reduced gemm_tile128")
+    bench.add_argument("--arch", default="h100", help="architecture (default h100)")
+    bench.add_argument("--repeat", type=_int_arg(1), default=1, help="runs per case, best kept (default 1)")
+    bench.add_argument("--json", action="store_true", help="print the records as JSON")
+
     workload = sub.add_parser("workload", help="inspect workload files")
     wsub = workload.add_subparsers(dest="workload_command", required=True, parser_class=_Parser)
     show = wsub.add_parser("show", help="launch, instruction mix, bytes and the first instructions of a warp")
@@ -158,7 +163,30 @@ def _cmd_run(args) -> int:
     return 0
 
 
-_COMMANDS = {"archs": _cmd_archs, "occupancy": _cmd_occupancy, "workload": _cmd_workload, "run": _cmd_run}
+def _cmd_bench(args) -> int:
+    from .bench import bench
+
+    rows = bench(args.arch, args.repeat)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="gpusim simulation speed (one process)")
+    for col in ("workload", "SMs", "warp-inst", "cycles", "wall s", "warp-inst/s", "thread-inst/s", "cycles/s",
+                "slowdown"):
+        table.add_column(col, justify="left" if col == "workload" else "right")
+    for r in rows:
+        table.add_row(r["workload"], str(r["sms"]), f"{r['warp_instructions']:,}", f"{r['cycles']:,}",
+                      f"{r['wall_seconds']:.2f}", f"{r['warp_instructions_per_second']:,}",
+                      f"{r['thread_instructions_per_second']:,}", f"{r['cycles_per_second']:,}",
+                      f"{r['silicon_slowdown']:,}x")
+    Console(width=140).print(table)
+    return 0
+
+
+_COMMANDS = {"bench": _cmd_bench, "archs": _cmd_archs, "occupancy": _cmd_occupancy, "workload": _cmd_workload, "run": _cmd_run}
 
 
 def main(argv: list[str] | None = None) -> int:
