@@ -83,7 +83,7 @@ def print_show(kernel: Kernel, mix: Mix, first: int = 12) -> None:
     console.print(table)
 
     if mix.bytes:
-        mem = Table(title="bytes moved by memory instructions (active lanes x width)")
+        mem = Table(title="bytes moved (active lanes x width)")
         mem.add_column("space")
         mem.add_column("kind")
         mem.add_column("bytes", justify="right")
