@@ -9,7 +9,7 @@ import simpy
 from ..analytic.occupancy import occupancy
 from ..errors import GpusimError
 from ..memory import FixedLatencyMemory
-from ..workload import warp_stream
+from ..workload.stream import BlockStreams
 from .dispatcher import Dispatcher, interleave_by_gpc
 from .sm import SM
 from .timing import TimingTable
@@ -64,7 +64,7 @@ class GPU:
         self.dispatcher = Dispatcher(launch.nblocks, self.occupancy.blocks_per_sm, interleave_by_gpc(by_gpc),
                                      spec.frontend.block_launch_cycles)
         self._ages = itertools.count()
-        self._stream = stream_factory or (lambda block, warp: warp_stream(kernel, block, warp))
+        self._stream = stream_factory or BlockStreams(kernel)
         self.end_cycle = 0
 
     def next_age(self) -> int:

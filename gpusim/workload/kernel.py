@@ -95,8 +95,9 @@ class Kernel:
         live = self.launch.threads_per_block - warp_in_block * WARP_SIZE
         return FULL_MASK if live >= WARP_SIZE else (1 << live) - 1
 
-    def base_env(self, block: int, warp_in_block: int) -> dict:
-        """The names an expression sees for one warp: lane-indexed arrays and uniform scalars."""
+    def base_env(self, block: int, warp_in_block) -> dict:
+        """The names an expression sees for one warp: lane-indexed arrays and uniform scalars. `warp_in_block`
+        may be an int array shaped (warps, 1, 1): then every lane-indexed name gets a leading warp axis."""
         g, b = self.launch.grid, self.launch.block
         ntid = self.launch.threads_per_block
         tid = warp_in_block * WARP_SIZE + LANES

@@ -9,6 +9,7 @@ for the rest of the program; the program ends with an implicit EXIT for the lane
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Iterator
 
 import numpy as np
@@ -186,12 +187,16 @@ class _WarpWalker:
     def run(self) -> Iterator[WarpInst]:
         yield from self.walk([[self.kernel.program, 0, self.state.mask, None]])
         if self.state.mask:
-            yield WarpInst(EXIT_INFO, self.warp, self.block, self.kernel.exit_pc, self.state.mask, (), (), None)
+            yield self.simple(EXIT_INFO, self.kernel.exit_pc, self.state.mask)
+
+    def simple(self, info: OpInfo, pc: int, mask: int):
+        """A branch, reconvergence or exit instruction (no registers, no addresses)."""
+        return WarpInst(info, self.warp, self.block, pc, mask, (), (), None)
 
     def walk(self, stack) -> Iterator[WarpInst]:
         """Instructions from one generator frame: nested bodies live on an explicit stack of
         [nodes, next index, mask, loop state] frames instead of nested generators (cheaper per instruction)."""
-        env, warp, block, state = self.env, self.warp, self.block, self.state
+        env, state = self.env, self.state
         while stack:
             frame = stack[-1]
             nodes, index, mask, loop = frame
@@ -227,11 +232,11 @@ class _WarpWalker:
                     stack.append([node.body, 0, trip[1], (node, trips, saved)])
             elif kind is If:
                 cond = to_mask(node.cond(env))
-                yield WarpInst(BRA_INFO, warp, block, node.pc, m, (), (), None)
+                yield self.simple(BRA_INFO, node.pc, m)
                 if self.its and m & cond and m & ~cond and node.then and node.orelse:
                     yield Diverge(self.side(node.then, m & cond), self.side(node.orelse, m & ~cond))
                     if m & state.mask:
-                        yield WarpInst(BSYNC_INFO, warp, block, node.sync_pc, m & state.mask, (), (), None)
+                        yield self.simple(BSYNC_INFO, node.sync_pc, m & state.mask)
                     continue
                 if m & ~cond and node.orelse:  # pushed first, runs second
                     stack.append([node.orelse, 0, m & ~cond, None])
@@ -240,7 +245,7 @@ class _WarpWalker:
             else:
                 exiting = m if node.cond is None else m & to_mask(node.cond(env))
                 if exiting:
-                    yield WarpInst(EXIT_INFO, warp, block, node.pc, exiting, (), (), None)
+                    yield self.simple(EXIT_INFO, node.pc, exiting)
                     state.mask &= ~exiting
 
     def instr_chunk(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> list[WarpInst]:
@@ -299,11 +304,13 @@ class _WarpWalker:
             cache[key] = hit
         return hit
 
+    address_shape = ()  # leading axes before (repeat, lane): a block walker adds the warp axis
+
     def addresses(self, node: Instr, repeat: int) -> np.ndarray:
-        """Addresses as a (repeat, 32) int64 array; full-warp accesses are checked here in one pass."""
+        """Addresses as a (..., repeat, 32) int64 array; full-warp accesses are checked here in one pass."""
         value = node.addr(self.env)
-        addrs = value if type(value) is np.ndarray and value.shape == (repeat if repeat > 1 else 1, WARP_SIZE) \
-            else np.broadcast_to(np.asarray(value), (max(repeat, 1), WARP_SIZE))
+        shape = self.address_shape + (repeat, WARP_SIZE)
+        addrs = value if type(value) is np.ndarray and value.shape == shape else np.broadcast_to(np.asarray(value), shape)
         if addrs.dtype != np.int64:
             if addrs.dtype.kind == "f" and not np.all(np.mod(addrs, 1) == 0):
                 raise WorkloadError(f"{node.addr.where}: '{node.addr.text}': addresses must be whole numbers")
@@ -323,6 +330,114 @@ class _WarpWalker:
             bad = int(active[np.nonzero(misaligned)[0][0]])
             raise WorkloadError(f"{node.addr.where}: '{node.addr.text}': address {bad} is not aligned to the "
                                 f"{node.info.width}-byte access width")
+
+
+class _BlockWalker(_WarpWalker):
+    """Walks a block's program once for all its warps, when their control flow cannot differ (no condition,
+    count or register name reads the warp's identity and every warp is full): addresses are evaluated for
+    (warps, repeats, lanes) at once and each warp's instructions are handed out from a queue."""
+
+    def __init__(self, kernel: Kernel, block: int):
+        warps = kernel.launch.warps_per_block
+        super().__init__(kernel, block, 0)
+        self.env = kernel.base_env(block, np.arange(warps, dtype=np.int64)[:, None, None])
+        self.address_shape = (warps,)
+        first_warp = block * warps
+        self.warp_ids = range(first_warp, first_warp + warps)
+        self.queues = [deque() for _ in range(warps)]
+        self.items = self.run()
+
+    def simple(self, info: OpInfo, pc: int, mask: int):
+        return (info, pc, mask)
+
+    def instr_chunk(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> list:
+        env = self.env
+        addrs = None
+        if node.addr is not None:
+            env["rep"] = np.arange(first, first + count, dtype=np.int64)[:, None] if count > 1 else first
+            addrs = self.addresses(node, count)
+            env["rep"] = 0
+        regs = self.registers(node, repeat) if node.templated else None
+        rows = []
+        for j in range(count):
+            k = first + j
+            m = mask
+            if node.pred is not None:
+                env["rep"] = k
+                m = mask & to_mask(node.pred(env))
+            dst, src = regs[k] if regs is not None else (node.dst, node.src)
+            if addrs is not None and (m != FULL_MASK or self.check_all):
+                for lane_addrs in addrs[:, j]:
+                    self.check(node, lane_addrs, m)
+            rows.append((node.pc + 16 * k, m, dst, src))
+        env["rep"] = 0
+        return [(node.info, rows, addrs)]
+
+    def refill(self) -> bool:
+        """Generate the next chunk for every warp of the block; False when the program has ended."""
+        try:
+            item = next(self.items, None)
+        except ExprError as exc:
+            raise WorkloadError(str(exc)) from None
+        if item is None:
+            return False
+        block = self.block
+        if len(item) == 3 and isinstance(item[1], list):
+            info, rows, addrs = item
+            for w, (queue, gid) in enumerate(zip(self.queues, self.warp_ids)):
+                if addrs is None:
+                    queue.extend(WarpInst(info, gid, block, pc, m, dst, src, None) for pc, m, dst, src in rows)
+                else:
+                    lane_addrs = addrs[w]
+                    queue.extend(WarpInst(info, gid, block, pc, m, dst, src, lane_addrs[j])
+                                 for j, (pc, m, dst, src) in enumerate(rows))
+        else:
+            info, pc, mask = item
+            for queue, gid in zip(self.queues, self.warp_ids):
+                queue.append(WarpInst(info, gid, block, pc, mask, (), (), None))
+        return True
+
+
+def _block_warp_stream(walker: _BlockWalker, warp_in_block: int) -> Iterator[WarpInst]:
+    queue = walker.queues[warp_in_block]
+    while True:
+        while queue:
+            yield queue.popleft()
+        if not walker.refill():
+            return
+
+
+class BlockStreams:
+    """Per-warp streams of one kernel that share one walker per block where the kernel allows it (see
+    _BlockWalker); otherwise each warp walks the program alone. The results are the same either way."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.walkers: dict[int, _BlockWalker] = {}
+        launch = kernel.launch
+        self.shared = (kernel.warp_variance() == "none" and launch.threads_per_block % WARP_SIZE == 0
+                       and launch.warps_per_block > 1 and not _templates_read_identity(kernel))
+
+    def __call__(self, block: int, warp_in_block: int) -> Iterator[WarpInst]:
+        if not self.shared:
+            return warp_stream(self.kernel, block, warp_in_block)
+        walker = self.walkers.get(block)
+        if walker is None:
+            walker = self.walkers[block] = _BlockWalker(self.kernel, block)
+        stream = _block_warp_stream(walker, warp_in_block)
+        if warp_in_block == self.kernel.launch.warps_per_block - 1:
+            del self.walkers[block]  # every warp holds its stream; the block no longer needs an entry here
+        return stream
+
+
+def _templates_read_identity(kernel: Kernel) -> bool:
+    from .kernel import PER_BLOCK, WARP_IN_BLOCK
+    from .program import walk_instrs
+
+    found = []
+    walk_instrs(kernel.program, lambda node: found.extend(
+        e for e in node.templates.values() if e.names & (WARP_IN_BLOCK | PER_BLOCK) or e.uses_rand))
+    return bool(found)
 
 
 def warp_stream(kernel: Kernel, block: int, warp_in_block: int, its: bool = False) -> Iterator[WarpInst]:
