@@ -1,7 +1,7 @@
 """Warp-scheduling policies: small strategy objects, one per sub-partition, chosen by name.
 
-A policy sees the candidate warps (those whose operands are ready; their pipe may still be busy) and returns
-them in the order it prefers; the sub-partition issues the first whose pipe is free. Policies need only each
+A policy sees the candidate warps (those whose operands are ready; their pipe may still be busy), oldest first,
+and returns them in the order it prefers; the sub-partition issues the first whose pipe is free. Policies need only each
 warp's `slot` (its warp-slot index in the SM) and `age` (launch order, smaller = older), so they are testable
 without the engine. Add one by subclassing `Policy` and registering it with `register_policy`.
 """
@@ -57,11 +57,12 @@ class GreedyThenOldest(Policy):
 
     def order(self, candidates, now):
         greedy = self.greedy
-        rest = sorted(candidates, key=_age)
-        if greedy is not None and greedy in candidates:
-            rest.remove(greedy)
-            rest.insert(0, greedy)
-        return rest
+        if greedy is None or candidates[0] is greedy or greedy not in candidates:
+            return candidates  # already oldest first
+        ordered = candidates[:]
+        ordered.remove(greedy)
+        ordered.insert(0, greedy)
+        return ordered
 
     def issued(self, warp, now):
         self.greedy = warp
@@ -76,7 +77,7 @@ class OldestFirst(Policy):
         pass
 
     def order(self, candidates, now):
-        return sorted(candidates, key=_age)
+        return candidates  # the sub-partition keeps them oldest first
 
 
 class TwoLevel(Policy):

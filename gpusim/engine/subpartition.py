@@ -7,6 +7,7 @@ visited in cycles where it cannot change: the SM asks each sub-partition for its
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 
@@ -14,6 +15,10 @@ from .timing import LONG, NONE
 
 INF = float("inf")
 NOT_SELECTED = "not_selected"
+
+
+def _age(warp) -> int:
+    return warp.age
 _seq = itertools.count()  # heap tie-breaker: insertion order, deterministic
 
 
@@ -38,7 +43,7 @@ class SubPartition:
         warp.since = now
         if self.fetch(warp):
             warp.reason = NOT_SELECTED
-            self.ready.append(warp)
+            bisect.insort(self.ready, warp, key=_age)
             self.next_at = min(self.next_at, now)
         else:
             self.sm.retire_warp(warp, now)
@@ -72,7 +77,7 @@ class SubPartition:
                 self.sm.retire_warp(warp, t)
                 continue
             warp.reason = NOT_SELECTED
-            ready.append(warp)
+            bisect.insort(ready, warp, key=_age)
         chosen = None
         if ready:
             pipe_free = self.pipe_free
