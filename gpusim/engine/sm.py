@@ -98,17 +98,23 @@ class SM:
         while arrivals and arrivals[0][0] <= now:
             start, block_index = heapq.heappop(arrivals)
             self.start_block(block_index, start)
-        for sp in self.sps:
+        sps = self.sps
+        for sp in sps:
             if sp.next_at <= now:
                 sp.cycle(now)
-        nxt = min(sp.next_at for sp in self.sps)
+        nxt = INF
+        for sp in sps:  # after all have run: a barrier release may have woken a sub-partition already visited
+            if sp.next_at < nxt:
+                nxt = sp.next_at
         if arrivals and arrivals[0][0] < nxt:
             nxt = arrivals[0][0]
         return nxt
 
     def process(self, env):
+        step, timeout = self.step, env.timeout
         while True:
-            nxt = self.step(env.now)
+            now = env.now
+            nxt = step(now)
             if nxt == INF:
                 return
-            yield env.timeout(nxt - env.now)
+            yield timeout(nxt - now)
