@@ -11,7 +11,7 @@ import bisect
 import heapq
 import itertools
 
-from .timing import LONG, NONE
+from .timing import LONG, NONE, PIPES
 
 INF = float("inf")
 NOT_SELECTED = "not_selected"
@@ -32,7 +32,7 @@ class SubPartition:
         self.memory = memory
         self.ready: list = []
         self.heap: list = []
-        self.pipe_free: dict[str, int] = {}
+        self.pipe_free: dict = dict.fromkeys(PIPES, 0)  # pipe -> first cycle it is free; None: no pipe
         self.next_at = INF
         self.timing_cache = timing.cache
         self.observer = sm.observer
@@ -83,8 +83,7 @@ class SubPartition:
             pipe_free = self.pipe_free
             candidates = ready if len(ready) == 1 else self.policy.order(ready, now)
             for warp in candidates:
-                pipe = warp.timing.pipe
-                if pipe is not None and pipe_free.get(pipe, 0) > now:
+                if pipe_free[warp.timing.pipe] > now:
                     throttle = warp.timing.throttle
                     if warp.reason != throttle:
                         stall[warp.reason] += now - warp.since
@@ -102,8 +101,7 @@ class SubPartition:
             soon = now + 1
             pipe_free = self.pipe_free
             for warp in ready:
-                pipe = warp.timing.pipe
-                t = pipe_free.get(pipe, 0) if pipe is not None else 0
+                t = pipe_free[warp.timing.pipe]
                 if t <= soon:
                     nxt = soon
                     break

@@ -9,15 +9,12 @@ cycles the load/store pipe stays busy (bank-conflict wavefronts, full MSHRs). Ca
 
 from __future__ import annotations
 
-from typing import Protocol
-
-import attrs
+from typing import NamedTuple, Protocol
 
 from ..arch import ArchSpec
 
 
-@attrs.frozen
-class MemoryResult:
+class MemoryResult(NamedTuple):
     ready_at: int  # cycle the loaded registers are written (or the store/atomic completes)
     extra_pipe_cycles: int = 0  # beyond the pipe's base issue interval
 
