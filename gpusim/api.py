@@ -45,9 +45,10 @@ def _launch_record(kernel: Kernel) -> dict:
 
 
 def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str = "gto", simt: str = "stack",
-        sms: int | None = None, params: dict | None = None, seed: int = 0, memory=None,
+        sms: int | None = None, params: dict | None = None, seed: int = 0, memory="hierarchy",
         observer=None) -> RunResult:
-    """Simulate one kernel on one architecture and return its metrics."""
+    """Simulate one kernel on one architecture and return its metrics. `memory` is "hierarchy" (L1, L2, DRAM
+    with latency and bandwidth), "fixed" (every access takes the L1-hit or shared latency) or a model object."""
     if simt not in SIMT_MODES:
         raise GpusimError(f"--simt {simt}: expected one of {', '.join(SIMT_MODES)}")
     spec = load_arch(arch)

@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--simt", default="stack", choices=["stack", "its"],
                      help="divergence model: reconvergence stack (default) or Volta+ independent thread scheduling")
     run.add_argument("--sms", type=_int_arg(1), default=None, help="simulate only N SMs (same per-SM model)")
+    run.add_argument("--memory", default="hierarchy", choices=["hierarchy", "fixed"],
+                     help="memory model: L1/L2/DRAM hierarchy (default) or fixed L1-hit latency")
     run.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
                      help="override a workload parameter (repeatable)")
     run.add_argument("--seed", type=_int_arg(0), default=0, help="seed mixed into the workload's rand() (default 0)")
@@ -145,7 +147,7 @@ def _cmd_run(args) -> int:
     from .workload import parse_overrides
 
     result = run(args.workload, args.arch, scheduler=args.scheduler, simt=args.simt, sms=args.sms,
-                 params=parse_overrides(args.set), seed=args.seed)
+                 params=parse_overrides(args.set), seed=args.seed, memory=args.memory)
     record = json.dumps(result.to_dict(), indent=2)
     if args.json == "-":
         print(record)

@@ -7,9 +7,10 @@ import itertools
 
 import simpy
 
-from ..analytic.occupancy import occupancy
+from ..analytic.occupancy import occupancy, snap_carveout
 from ..errors import GpusimError
 from ..memory import FixedLatencyMemory
+from ..memory.hierarchy import MemoryHierarchy
 from ..workload.stream import BlockStreams
 from .dispatcher import Dispatcher, interleave_by_gpc
 from .sm import SM
@@ -43,7 +44,6 @@ class GPU:
     def __init__(self, spec, env: simpy.Environment, kernel, *, scheduler: str = "gto", sms: int | None = None,
                  memory=None, observer=None, stream_factory=None):
         self.spec, self.env, self.kernel = spec, env, kernel
-        self.memory = memory if memory is not None else FixedLatencyMemory(spec)
         launch = kernel.launch
         try:
             self.occupancy = occupancy(spec, launch.threads_per_block, launch.registers_per_thread,
@@ -54,6 +54,7 @@ class GPU:
             raise GpusimError(f"{kernel.source}: the launch cannot be resident on {spec.name}: {self.occupancy.reason}")
         timing = TimingTable(spec)
         self.layout = sm_layout(spec, sms)
+        self.memory = self._memory(memory, sum(len(tpc) for gpc in self.layout for tpc in gpc))
         self.sms: list[SM] = []
         for g, gpc in enumerate(self.layout):
             for t, tpc in enumerate(gpc):
@@ -67,6 +68,22 @@ class GPU:
         self._ages = itertools.count()
         self._stream = stream_factory or BlockStreams(kernel)
         self.end_cycle = 0
+
+    def l1_bytes(self) -> int:
+        """L1 capacity: the unified L1 + shared memory minus the carveout the launch needs (the smallest step
+        holding its resident blocks' shared memory; the driver treats the preference as a hint)."""
+        occ, smem = self.occupancy, self.spec.shared_memory
+        carveout = snap_carveout(self.spec, occ.blocks_per_sm * occ.allocated_smem_per_block)
+        return smem.unified_l1_bytes - carveout
+
+    def _memory(self, memory, sms: int):
+        if memory is None or memory == "hierarchy":
+            return MemoryHierarchy(self.spec, sms, self.l1_bytes())
+        if memory == "fixed":
+            return FixedLatencyMemory(self.spec)
+        if isinstance(memory, str):
+            raise GpusimError(f"--memory {memory}: expected hierarchy or fixed")
+        return memory
 
     def next_age(self) -> int:
         return next(self._ages)

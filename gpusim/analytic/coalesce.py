@@ -1,0 +1,39 @@
+"""Coalescing: which 32-byte sectors and 128-byte lines a warp's global access touches (pure functions).
+
+Seed 004, section 2.4.2: 32 consecutive 4-byte loads touch 4 sectors of 1 line; a stride of 1024 words touches
+32 sectors in 32 lines; a random gather touches up to 32 sectors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_LANE_BITS = np.arange(32, dtype=np.uint64)
+
+
+def active_lanes(mask: int, lanes: int = 32) -> np.ndarray:
+    """Boolean lane selector for a lane bitmask."""
+    return ((np.uint64(mask) >> _LANE_BITS[:lanes]) & np.uint64(1)).astype(bool)
+
+
+def sectors_touched(addrs: np.ndarray, width: int, mask: int, sector_bytes: int = 32) -> np.ndarray:
+    """Sorted distinct sector numbers (address // sector_bytes) the active lanes' `width`-byte accesses touch."""
+    a = addrs if mask == 0xFFFFFFFF else addrs[active_lanes(mask, len(addrs))]
+    if a.size == 0:
+        return a
+    first = a // sector_bytes
+    if width > sector_bytes or np.any((a + width - 1) // sector_bytes != first):
+        last = (a + width - 1) // sector_bytes
+        spans = [np.arange(f, l + 1) for f, l in zip(first.tolist(), last.tolist())]
+        return np.unique(np.concatenate(spans))
+    return np.unique(first)
+
+
+def coalesce(addrs: np.ndarray, width: int, mask: int, sector_bytes: int = 32,
+             line_bytes: int = 128) -> tuple[int, int]:
+    """(sectors, lines) one warp-level access touches."""
+    sectors = sectors_touched(addrs, width, mask, sector_bytes)
+    if sectors.size == 0:
+        return 0, 0
+    per_line = line_bytes // sector_bytes
+    return int(sectors.size), int(np.unique(sectors // per_line).size)

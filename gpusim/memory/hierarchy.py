@@ -1,0 +1,272 @@
+"""The register -> L1 -> L2 -> DRAM model behind the engine's memory interface.
+
+* Global and local loads are coalesced into 32-byte sectors. Each SM's L1 is sectored, set-associative and LRU,
+  its capacity the unified L1 + shared memory minus the launch's shared-memory carveout; a miss allocates on
+  fill, requests to a line already in flight merge in the MSHRs, and a full MSHR table holds the load/store
+  pipe (lg_throttle). Stores are write-through and do not allocate in L1; atomics are performed at L2.
+* L2 is split into slices by an address hash; each slice serves its share of the L2 bandwidth and queues
+  what arrives faster. It is sectored, set-associative, LRU, write-back: dirty sectors cost DRAM writes when
+  evicted.
+* DRAM is a set of channels sharing the arch's bandwidth at the core clock, each with its own queue.
+* Shared memory is served in wavefronts (banks.py); conflicts hold the MIO pipe and delay the data.
+
+Latencies are the arch's load-to-use figures for each level (what pointer-chase benchmarks measure), plus any
+queueing and transfer time. Requests arrive in nondecreasing time across the GPU, so queues stay causal.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..analytic.banks import ideal_wavefronts, wavefronts
+from ..analytic.coalesce import sectors_touched
+from .cache import SectoredCache
+from .interface import MemoryResult
+
+L1, L2, DRAM = 0, 1, 2
+LOCAL_BASE = 1 << 44  # where per-thread local memory is mapped (interleaved by lane, as the hardware does)
+LOCAL_REGION = 1 << 24  # bytes of local memory address space per warp
+_MEMO_LIMIT = 65536
+
+
+def _hash(line: int) -> int:
+    """Spread consecutive lines over slices and channels (an XOR-fold of the line number)."""
+    return line ^ (line >> 7) ^ (line >> 13)
+
+
+class MemoryHierarchy:
+    def __init__(self, spec, sms: int, l1_bytes: int):
+        mem = spec.memory
+        self.l1_cfg, self.l2_cfg, self.dram_cfg = mem.l1, mem.l2, mem.dram
+        self.sector = mem.l1.sector_bytes
+        self.sectors_per_line = mem.l1.line_bytes // mem.l1.sector_bytes
+        self.l1_bytes = l1_bytes
+        self.l1 = [SectoredCache(l1_bytes, mem.l1.line_bytes, self.sector, mem.l1.associativity) for _ in range(sms)]
+        self.mshr: list[dict[int, tuple[int, int]]] = [{} for _ in range(sms)]  # line -> (data ready, level)
+        slice_bytes = mem.l2.size_bytes // mem.l2.slices
+        self.l2 = [SectoredCache(slice_bytes, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.associativity)
+                   for _ in range(mem.l2.slices)]
+        self.slice_free = [0.0] * mem.l2.slices
+        self.slice_rate = mem.l2.bandwidth_bytes_per_clock / mem.l2.slices  # bytes per core clock
+        dram_bytes_per_clock = mem.dram.bandwidth_gbs * 1e9 / (spec.clocks.core_mhz * 1e6)
+        self.channel_free = [0.0] * mem.dram.channels
+        self.channel_rate = dram_bytes_per_clock / mem.dram.channels
+        self.banks, self.bank_width = spec.shared_memory.banks, spec.shared_memory.bank_width_bytes
+        self.clock_hz = spec.clocks.core_mhz * 1e6
+        self._bank_memo: dict = {}
+        self.c = dict.fromkeys((
+            "ld_requests", "ld_sectors", "ld_sector_hits", "st_requests", "st_sectors", "atom_requests",
+            "l2_sectors", "l2_hits", "dram_read", "dram_write", "smem_wavefronts", "smem_conflicts_ld",
+            "smem_conflicts_st", "smem_requests", "mshr_stalls"), 0)
+        self.latency_sum = [0, 0, 0]
+        self.latency_count = [0, 0, 0]
+
+    # --- the interface -------------------------------------------------------------------------------------
+    def access(self, sm: int, inst, now: int) -> MemoryResult:
+        info = inst.info
+        space = info.space
+        if space == "shared":
+            return self._shared(inst, now)
+        if space == "const":
+            return MemoryResult(now + self.l1_cfg.hit_latency)
+        addrs = inst.addrs if space == "global" else self._local(inst)
+        sectors = sectors_touched(addrs, info.width, inst.mask, self.sector)
+        if info.is_atomic:
+            return self._atomic(sectors, now)
+        if info.is_store:
+            return self._store(sm, sectors, now)
+        return self._load(sm, sectors, now)
+
+    # --- global / local ------------------------------------------------------------------------------------
+    def _local(self, inst) -> np.ndarray:
+        lane = np.arange(len(inst.addrs), dtype=np.int64)
+        a = inst.addrs
+        return LOCAL_BASE + inst.warp * LOCAL_REGION + (a // 4) * 128 + lane * 4 + a % 4
+
+    def _load(self, sm: int, sectors: np.ndarray, now: int) -> MemoryResult:
+        c = self.c
+        c["ld_requests"] += 1
+        n = sectors.size
+        if n == 0:
+            return MemoryResult(now + self.l1_cfg.hit_latency)
+        c["ld_sectors"] += n
+        l1, mshr, per_line = self.l1[sm], self.mshr[sm], self.sectors_per_line
+        ready, level = now + self.l1_cfg.hit_latency, L1
+        missing: dict[int, list[int]] = {}
+        hits = 0
+        for s in sectors.tolist():
+            if l1.probe(s):
+                hits += 1
+                continue
+            line = s // per_line
+            inflight = mshr.get(line)
+            if inflight is not None and inflight[0] > now:  # merged with a request in flight
+                hits += 1
+                if inflight[0] > ready:
+                    ready = inflight[0]
+                if inflight[1] > level:
+                    level = inflight[1]
+                continue
+            missing.setdefault(line, []).append(s)
+        c["ld_sector_hits"] += hits
+        extra = len(set((sectors // per_line).tolist())) - 1  # one wavefront per line through the L1 data path
+        if missing:
+            extra += self._reserve_mshrs(mshr, len(missing), now)
+            for line, secs in missing.items():
+                t, lvl = self._l2_access(line, secs, now, write=False)
+                mshr[line] = (t, lvl)
+                for s in secs:
+                    l1.fill(s)
+                if t > ready:
+                    ready = t
+                if lvl > level:
+                    level = lvl
+        self.latency_sum[level] += ready - now
+        self.latency_count[level] += 1
+        return MemoryResult(ready, extra)
+
+    def _reserve_mshrs(self, mshr: dict, needed: int, now: int) -> int:
+        """Cycles the pipe must wait for MSHR entries (0 when enough are free)."""
+        limit = self.l1_cfg.mshrs
+        if len(mshr) + needed <= limit:
+            return 0
+        for line in [line for line, (t, _lvl) in mshr.items() if t <= now]:
+            del mshr[line]
+        if len(mshr) + needed <= limit:
+            return 0
+        self.c["mshr_stalls"] += 1
+        times = sorted(t for t, _lvl in mshr.values())
+        return max(0, times[min(len(times) - 1, len(mshr) + needed - limit - 1)] - now)
+
+    def _store(self, sm: int, sectors: np.ndarray, now: int) -> MemoryResult:
+        c = self.c
+        c["st_requests"] += 1
+        c["st_sectors"] += sectors.size
+        if sectors.size == 0:
+            return MemoryResult(now + 1)
+        done = now + 1
+        per_line = self.sectors_per_line
+        by_line: dict[int, list[int]] = {}
+        for s in sectors.tolist():
+            by_line.setdefault(s // per_line, []).append(s)
+        for line, secs in by_line.items():
+            t, _lvl = self._l2_access(line, secs, now, write=True)
+            done = max(done, t)
+        return MemoryResult(done, len(by_line) - 1)
+
+    def _atomic(self, sectors: np.ndarray, now: int) -> MemoryResult:
+        self.c["atom_requests"] += 1
+        done = now + self.l2_cfg.hit_latency
+        per_line = self.sectors_per_line
+        by_line: dict[int, list[int]] = {}
+        for s in sectors.tolist():
+            by_line.setdefault(s // per_line, []).append(s)
+        for line, secs in by_line.items():
+            t, _lvl = self._l2_access(line, secs, now, write=True, atomic=True)
+            done = max(done, t)
+        return MemoryResult(done, len(by_line) - 1)
+
+    # --- L2 and DRAM ---------------------------------------------------------------------------------------
+    def _l2_access(self, line: int, sectors: list[int], now: int, write: bool, atomic: bool = False):
+        """Serve `sectors` of one line at its L2 slice; return (cycle the data is back at the SM, level)."""
+        c = self.c
+        h = _hash(line)
+        index = h % len(self.l2)
+        cache = self.l2[index]
+        nbytes = len(sectors) * self.sector
+        start = max(float(now), self.slice_free[index])
+        done = start + nbytes / self.slice_rate
+        self.slice_free[index] = done
+        c["l2_sectors"] += len(sectors)
+        queueing = done - now
+        level = L2
+        latency = self.l2_cfg.hit_latency
+        missing = []
+        for s in sectors:
+            if cache.probe(s):
+                c["l2_hits"] += 1
+                if write:
+                    self._writeback(cache.fill(s, dirty=True))
+            else:
+                missing.append(s)
+        if missing:
+            if write and not atomic:  # a full-sector write needs no read from DRAM
+                for s in missing:
+                    self._writeback(cache.fill(s, dirty=True))
+            else:
+                level, latency = DRAM, self.dram_cfg.latency
+                channel = h % len(self.channel_free)
+                read = len(missing) * self.sector
+                begin = max(done, self.channel_free[channel])
+                finish = begin + read / self.channel_rate
+                self.channel_free[channel] = finish
+                c["dram_read"] += read
+                queueing = finish - now
+                for s in missing:
+                    self._writeback(cache.fill(s, dirty=write))
+        return now + latency + math.ceil(queueing), level
+
+    def _writeback(self, dirty_sectors: list[int]) -> None:
+        """Evicted dirty sectors go to DRAM: they take their channel's time."""
+        for s in dirty_sectors:
+            channel = _hash(s // self.sectors_per_line) % len(self.channel_free)
+            self.channel_free[channel] += self.sector / self.channel_rate
+            self.c["dram_write"] += self.sector
+
+    # --- shared memory -------------------------------------------------------------------------------------
+    def _shared(self, inst, now: int) -> MemoryResult:
+        info, mask, addrs = inst.info, inst.mask, inst.addrs
+        key = (info.width, mask, (addrs - addrs[0]).tobytes())
+        wf = self._bank_memo.get(key)
+        if wf is None:
+            if len(self._bank_memo) > _MEMO_LIMIT:
+                self._bank_memo.clear()
+            wf = self._bank_memo[key] = (wavefronts(addrs, info.width, mask, self.banks, self.bank_width),
+                                         ideal_wavefronts(info.width, mask, self.banks, self.bank_width))
+        waves, ideal = wf
+        c = self.c
+        c["smem_requests"] += 1
+        c["smem_wavefronts"] += waves
+        c["smem_conflicts_st" if info.is_store else "smem_conflicts_ld"] += waves - ideal
+        return MemoryResult(now + self.l1_cfg.shared_latency + max(0, waves - 1), max(0, waves - ideal))
+
+    # --- metrics -------------------------------------------------------------------------------------------
+    def metrics(self, cycles: int) -> dict:
+        c = self.c
+        seconds = cycles / self.clock_hz if cycles else 0.0
+        conflicts = c["smem_conflicts_ld"] + c["smem_conflicts_st"]
+        dram = c["dram_read"] + c["dram_write"]
+
+        def pct(a, b):
+            return 100.0 * a / b if b else 0.0
+
+        def avg(level):
+            return self.latency_sum[level] / self.latency_count[level] if self.latency_count[level] else 0.0
+
+        return {
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": c["ld_requests"],
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": c["ld_sectors"],
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": c["st_sectors"],
+            "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": c["st_requests"],
+            "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum": c["atom_requests"],
+            "l1tex__t_sector_hit_rate.pct": pct(c["ld_sector_hits"], c["ld_sectors"]),
+            "gpusim__sectors_per_request_global_ld": c["ld_sectors"] / c["ld_requests"] if c["ld_requests"] else 0.0,
+            "lts__t_sectors.sum": c["l2_sectors"],
+            "lts__t_sector_hit_rate.pct": pct(c["l2_hits"], c["l2_sectors"]),
+            "dram__bytes_read.sum": c["dram_read"],
+            "dram__bytes_write.sum": c["dram_write"],
+            "dram__bytes.sum": dram,
+            "dram__bytes.sum.per_second": dram / seconds if seconds else 0.0,
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": c["smem_wavefronts"],
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum": conflicts,
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": c["smem_conflicts_ld"],
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": c["smem_conflicts_st"],
+            "gpgpu_n_shmem_bkconflict": conflicts,
+            "gpusim__l1_capacity_bytes": self.l1_bytes,
+            "gpusim__mshr_full_events": c["mshr_stalls"],
+            "gpusim__load_latency_l1_hit": avg(L1),
+            "gpusim__load_latency_l2_hit": avg(L2),
+            "gpusim__load_latency_dram": avg(DRAM),
+        }
