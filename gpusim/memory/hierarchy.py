@@ -188,13 +188,13 @@ class MemoryHierarchy:
             if cache.probe(s):
                 c["l2_hits"] += 1
                 if write:
-                    self._writeback(cache.fill(s, dirty=True))
+                    self._writeback(cache.fill(s, dirty=True), now)
             else:
                 missing.append(s)
         if missing:
             if write and not atomic:  # a full-sector write needs no read from DRAM
                 for s in missing:
-                    self._writeback(cache.fill(s, dirty=True))
+                    self._writeback(cache.fill(s, dirty=True), now)
             else:
                 level, latency = DRAM, self.dram_cfg.latency
                 channel = h % len(self.channel_free)
@@ -205,14 +205,14 @@ class MemoryHierarchy:
                 c["dram_read"] += read
                 queueing = finish - now
                 for s in missing:
-                    self._writeback(cache.fill(s, dirty=write))
+                    self._writeback(cache.fill(s, dirty=write), now)
         return now + latency + math.ceil(queueing), level
 
-    def _writeback(self, dirty_sectors: list[int]) -> None:
-        """Evicted dirty sectors go to DRAM: they take their channel's time."""
+    def _writeback(self, dirty_sectors: list[int], now: float) -> None:
+        """Evicted dirty sectors go to DRAM: they take their channel's time from `now` on."""
         for s in dirty_sectors:
             channel = _hash(s // self.sectors_per_line) % len(self.channel_free)
-            self.channel_free[channel] += self.sector / self.channel_rate
+            self.channel_free[channel] = max(self.channel_free[channel], now) + self.sector / self.channel_rate
             self.c["dram_write"] += self.sector
 
     # --- shared memory -------------------------------------------------------------------------------------
@@ -235,7 +235,9 @@ class MemoryHierarchy:
     # --- metrics -------------------------------------------------------------------------------------------
     def metrics(self, cycles: int) -> dict:
         c = self.c
-        seconds = cycles / self.clock_hz if cycles else 0.0
+        # write-backs queued near the end can finish after the last warp: measure bandwidth over DRAM's busy window
+        window = max([cycles] + self.channel_free)
+        seconds = window / self.clock_hz if window else 0.0
         conflicts = c["smem_conflicts_ld"] + c["smem_conflicts_st"]
         dram = c["dram_read"] + c["dram_write"]
 
