@@ -81,7 +81,7 @@ def test_its_interleaves_divergent_paths(tmp_path):
 
 def test_latency_hiding_follows_littles_law():
     """Per warp and trip: LDG, 8 dependent FFMAs, STS = 10 instructions in L1 + 8 x FP32 latency + 1 cycles
-    (latencies from the arch). While warps are few, IPC per SM = warps x 10 / trip time (latency-bound, Little's
+    (latencies from the arch; the fixed-latency memory model, so every load costs the L1-hit latency). While warps are few, IPC per SM = warps x 10 / trip time (latency-bound, Little's
     law); it saturates once warps per SM pass sub-partitions x trip / 10 (about 29 on H100), below the issue
     limit of one instruction per sub-partition per cycle. (The seed's 2.3.3 rule of thumb, latency / issue rate
     / warp width = 3 warps, divides by the warp width and is dimensionally wrong; Little's law is used here.)"""
@@ -92,8 +92,8 @@ def test_latency_hiding_follows_littles_law():
 
     def ipc(warps_per_sm):
         blocks = 2 * max(1, warps_per_sm // 32)
-        return _m(run(MB / "latency_hiding.yaml", "h100", sms=2, params={"warps": warps_per_sm * 2 // blocks,
-                                                                        "blocks": blocks}))[
+        return _m(run(MB / "latency_hiding.yaml", "h100", sms=2, memory="fixed",
+                      params={"warps": warps_per_sm * 2 // blocks, "blocks": blocks}))[
             "sm__inst_executed.avg.per_cycle_active"]
 
     low = {w: ipc(w) for w in (4, 8, 12)}
