@@ -1,4 +1,8 @@
-"""A sectored, set-associative cache with LRU replacement (state only; timing lives in the hierarchy)."""
+"""A sectored, set-associative cache with LRU replacement (state only; timing lives in the hierarchy).
+
+Requests work a line at a time with a mask of the sectors wanted (bit i = sector i of the line), so a warp's
+coalesced access costs one lookup per line it touches.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,6 @@ from collections import OrderedDict
 
 
 class SectoredCache:
-    """Lines of `line_bytes` made of `sector_bytes` sectors; a line is allocated on first fill and each sector is
-    valid once filled. Addresses are sector numbers (byte address // sector_bytes)."""
-
     def __init__(self, size_bytes: int, line_bytes: int, sector_bytes: int, associativity: int):
         self.sectors_per_line = line_bytes // sector_bytes
         lines = max(1, size_bytes // line_bytes)
@@ -17,41 +18,32 @@ class SectoredCache:
         self.capacity_bytes = self.sets * self.ways * line_bytes
         self._sets: list[OrderedDict] = [OrderedDict() for _ in range(self.sets)]  # line -> [valid, dirty] masks
 
-    def _locate(self, sector: int):
-        line, index = divmod(sector, self.sectors_per_line)
-        return self._sets[line % self.sets], line, 1 << index
-
-    def probe(self, sector: int) -> bool:
-        """Whether the sector is present; a hit makes its line most recently used."""
-        lines, line, bit = self._locate(sector)
+    def probe(self, line: int, mask: int) -> int:
+        """The wanted sectors that are present (a mask); a hit makes the line most recently used."""
+        lines = self._sets[line % self.sets]
         state = lines.get(line)
-        if state is not None and state[0] & bit:
+        if state is None:
+            return 0
+        present = state[0] & mask
+        if present:
             lines.move_to_end(line)
-            return True
-        return False
+        return present
 
-    def fill(self, sector: int, dirty: bool = False) -> list[int]:
-        """Make the sector present (allocating its line, evicting the LRU one); return the evicted line's
-        dirty sector numbers (for write-back)."""
-        lines, line, bit = self._locate(sector)
+    def fill(self, line: int, mask: int, dirty: bool = False) -> list[int]:
+        """Make the sectors present (allocating the line, evicting the least recently used one); return the
+        evicted line's dirty sectors as (line, mask) pairs' sector count list for write-back."""
+        lines = self._sets[line % self.sets]
         state = lines.get(line)
         evicted: list[int] = []
         if state is None:
             if len(lines) >= self.ways:
-                old_line, (valid, dirty_mask) = lines.popitem(last=False)
+                old_line, (_valid, dirty_mask) = lines.popitem(last=False)
                 if dirty_mask:
-                    base = old_line * self.sectors_per_line
-                    evicted = [base + i for i in range(self.sectors_per_line) if dirty_mask >> i & 1]
+                    evicted = [old_line, dirty_mask]
             state = lines[line] = [0, 0]
         else:
             lines.move_to_end(line)
-        state[0] |= bit
+        state[0] |= mask
         if dirty:
-            state[1] |= bit
+            state[1] |= mask
         return evicted
-
-    def update_if_present(self, sector: int) -> bool:
-        """A write-through store: refresh the sector if present (no allocation)."""
-        lines, line, bit = self._locate(sector)
-        state = lines.get(line)
-        return state is not None and bool(state[0] & bit)

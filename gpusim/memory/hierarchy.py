@@ -16,6 +16,7 @@ queueing and transfer time. Requests arrive in nondecreasing time across the GPU
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -45,6 +46,7 @@ class MemoryHierarchy:
         self.l1_bytes = l1_bytes
         self.l1 = [SectoredCache(l1_bytes, mem.l1.line_bytes, self.sector, mem.l1.associativity) for _ in range(sms)]
         self.mshr: list[dict[int, tuple[int, int]]] = [{} for _ in range(sms)]  # line -> (data ready, level)
+        self.mshr_order: list[list[tuple[int, int]]] = [[] for _ in range(sms)]  # (data ready, line), sorted
         slice_bytes = mem.l2.size_bytes // mem.l2.slices
         self.l2 = [SectoredCache(slice_bytes, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.associativity)
                    for _ in range(mem.l2.slices)]
@@ -85,6 +87,15 @@ class MemoryHierarchy:
         a = inst.addrs
         return LOCAL_BASE + inst.warp * LOCAL_REGION + (a // 4) * 128 + lane * 4 + a % 4
 
+    def _by_line(self, sectors: np.ndarray) -> dict[int, int]:
+        """Line -> mask of the sectors wanted in it."""
+        per_line = self.sectors_per_line
+        lines: dict[int, int] = {}
+        for s in sectors.tolist():
+            line = s // per_line
+            lines[line] = lines.get(line, 0) | (1 << (s - line * per_line))
+        return lines
+
     def _load(self, sm: int, sectors: np.ndarray, now: int) -> MemoryResult:
         c = self.c
         c["ld_requests"] += 1
@@ -92,33 +103,36 @@ class MemoryHierarchy:
         if n == 0:
             return MemoryResult(now + self.l1_cfg.hit_latency)
         c["ld_sectors"] += n
-        l1, mshr, per_line = self.l1[sm], self.mshr[sm], self.sectors_per_line
+        l1, mshr = self.l1[sm], self.mshr[sm]
         ready, level = now + self.l1_cfg.hit_latency, L1
-        missing: dict[int, list[int]] = {}
+        by_line = self._by_line(sectors)
         hits = 0
-        for s in sectors.tolist():
-            if l1.probe(s):
-                hits += 1
+        missing: list[tuple[int, int]] = []
+        for line, mask in by_line.items():
+            present = l1.probe(line, mask)
+            if present == mask:
+                hits += mask.bit_count()
                 continue
-            line = s // per_line
             inflight = mshr.get(line)
             if inflight is not None and inflight[0] > now:  # merged with a request in flight
-                hits += 1
+                hits += mask.bit_count()
                 if inflight[0] > ready:
                     ready = inflight[0]
                 if inflight[1] > level:
                     level = inflight[1]
                 continue
-            missing.setdefault(line, []).append(s)
+            hits += present.bit_count()
+            missing.append((line, mask & ~present))
         c["ld_sector_hits"] += hits
-        extra = len(set((sectors // per_line).tolist())) - 1  # one wavefront per line through the L1 data path
+        extra = len(by_line) - 1  # one wavefront per line through the L1 data path
         if missing:
-            extra += self._reserve_mshrs(mshr, len(missing), now)
-            for line, secs in missing.items():
-                t, lvl = self._l2_access(line, secs, now, write=False)
+            extra += self._reserve_mshrs(sm, len(missing), now)
+            order = self.mshr_order[sm]
+            for line, mask in missing:
+                t, lvl = self._l2_access(line, mask, now, write=False)
                 mshr[line] = (t, lvl)
-                for s in secs:
-                    l1.fill(s)
+                bisect.insort(order, (t, line))
+                l1.fill(line, mask)
                 if t > ready:
                     ready = t
                 if lvl > level:
@@ -127,18 +141,23 @@ class MemoryHierarchy:
         self.latency_count[level] += 1
         return MemoryResult(ready, extra)
 
-    def _reserve_mshrs(self, mshr: dict, needed: int, now: int) -> int:
-        """Cycles the pipe must wait for MSHR entries (0 when enough are free)."""
-        limit = self.l1_cfg.mshrs
-        if len(mshr) + needed <= limit:
-            return 0
-        for line in [line for line, (t, _lvl) in mshr.items() if t <= now]:
-            del mshr[line]
-        if len(mshr) + needed <= limit:
+    def _reserve_mshrs(self, sm: int, needed: int, now: int) -> int:
+        """Cycles the pipe must wait for `needed` MSHR entries (0 when enough are free). Entries are kept in
+        completion order, so expired ones are dropped from the front."""
+        mshr, order, limit = self.mshr[sm], self.mshr_order[sm], self.l1_cfg.mshrs
+        expired = 0
+        while expired < len(order) and order[expired][0] <= now:
+            t, line = order[expired]
+            if mshr.get(line, (None,))[0] == t:
+                del mshr[line]
+            expired += 1
+        if expired:
+            del order[:expired]
+        live = len(order)
+        if live + needed <= limit:
             return 0
         self.c["mshr_stalls"] += 1
-        times = sorted(t for t, _lvl in mshr.values())
-        return max(0, times[min(len(times) - 1, len(mshr) + needed - limit - 1)] - now)
+        return max(0, order[min(live - 1, live + needed - limit - 1)][0] - now)
 
     def _store(self, sm: int, sectors: np.ndarray, now: int) -> MemoryResult:
         c = self.c
@@ -147,73 +166,68 @@ class MemoryHierarchy:
         if sectors.size == 0:
             return MemoryResult(now + 1)
         done = now + 1
-        per_line = self.sectors_per_line
-        by_line: dict[int, list[int]] = {}
-        for s in sectors.tolist():
-            by_line.setdefault(s // per_line, []).append(s)
-        for line, secs in by_line.items():
-            t, _lvl = self._l2_access(line, secs, now, write=True)
-            done = max(done, t)
+        by_line = self._by_line(sectors)
+        for line, mask in by_line.items():
+            t, _lvl = self._l2_access(line, mask, now, write=True)
+            if t > done:
+                done = t
         return MemoryResult(done, len(by_line) - 1)
 
     def _atomic(self, sectors: np.ndarray, now: int) -> MemoryResult:
         self.c["atom_requests"] += 1
         done = now + self.l2_cfg.hit_latency
-        per_line = self.sectors_per_line
-        by_line: dict[int, list[int]] = {}
-        for s in sectors.tolist():
-            by_line.setdefault(s // per_line, []).append(s)
-        for line, secs in by_line.items():
-            t, _lvl = self._l2_access(line, secs, now, write=True, atomic=True)
-            done = max(done, t)
+        by_line = self._by_line(sectors)
+        for line, mask in by_line.items():
+            t, _lvl = self._l2_access(line, mask, now, write=True, atomic=True)
+            if t > done:
+                done = t
         return MemoryResult(done, len(by_line) - 1)
 
     # --- L2 and DRAM ---------------------------------------------------------------------------------------
-    def _l2_access(self, line: int, sectors: list[int], now: int, write: bool, atomic: bool = False):
-        """Serve `sectors` of one line at its L2 slice; return (cycle the data is back at the SM, level)."""
+    def _l2_access(self, line: int, mask: int, now: int, write: bool, atomic: bool = False):
+        """Serve the masked sectors of one line at its L2 slice; return (cycle the data is back, level)."""
         c = self.c
         h = _hash(line)
         index = h % len(self.l2)
         cache = self.l2[index]
-        nbytes = len(sectors) * self.sector
-        start = max(float(now), self.slice_free[index])
-        done = start + nbytes / self.slice_rate
+        count = mask.bit_count()
+        free = self.slice_free[index]
+        done = (free if free > now else now) + count * self.sector / self.slice_rate
         self.slice_free[index] = done
-        c["l2_sectors"] += len(sectors)
+        c["l2_sectors"] += count
+        present = cache.probe(line, mask)
+        c["l2_hits"] += present.bit_count()
         queueing = done - now
-        level = L2
-        latency = self.l2_cfg.hit_latency
-        missing = []
-        for s in sectors:
-            if cache.probe(s):
-                c["l2_hits"] += 1
-                if write:
-                    self._writeback(cache.fill(s, dirty=True), now)
-            else:
-                missing.append(s)
-        if missing:
-            if write and not atomic:  # a full-sector write needs no read from DRAM
-                for s in missing:
-                    self._writeback(cache.fill(s, dirty=True), now)
-            else:
-                level, latency = DRAM, self.dram_cfg.latency
-                channel = h % len(self.channel_free)
-                read = len(missing) * self.sector
-                begin = max(done, self.channel_free[channel])
-                finish = begin + read / self.channel_rate
-                self.channel_free[channel] = finish
-                c["dram_read"] += read
-                queueing = finish - now
-                for s in missing:
-                    self._writeback(cache.fill(s, dirty=write), now)
+        level, latency = L2, self.l2_cfg.hit_latency
+        missing = mask & ~present
+        if write and not atomic:  # write-back L2; a full-sector write needs no read from DRAM
+            evicted = cache.fill(line, mask, dirty=True)
+        elif missing:
+            level, latency = DRAM, self.dram_cfg.latency
+            channel = h % len(self.channel_free)
+            read = missing.bit_count() * self.sector
+            free = self.channel_free[channel]
+            begin = free if free > done else done
+            finish = begin + read / self.channel_rate
+            self.channel_free[channel] = finish
+            c["dram_read"] += read
+            queueing = finish - now
+            evicted = cache.fill(line, missing, dirty=write)
+            if write:
+                cache.fill(line, mask, dirty=True)
+        else:
+            evicted = cache.fill(line, mask, dirty=True) if write else []
+        if evicted:
+            self._writeback(evicted[0], evicted[1], now)
         return now + latency + math.ceil(queueing), level
 
-    def _writeback(self, dirty_sectors: list[int], now: float) -> None:
-        """Evicted dirty sectors go to DRAM: they take their channel's time from `now` on."""
-        for s in dirty_sectors:
-            channel = _hash(s // self.sectors_per_line) % len(self.channel_free)
-            self.channel_free[channel] = max(self.channel_free[channel], now) + self.sector / self.channel_rate
-            self.c["dram_write"] += self.sector
+    def _writeback(self, line: int, dirty_mask: int, now: float) -> None:
+        """An evicted line's dirty sectors go to DRAM: they take their channel's time from `now` on."""
+        channel = _hash(line) % len(self.channel_free)
+        nbytes = dirty_mask.bit_count() * self.sector
+        free = self.channel_free[channel]
+        self.channel_free[channel] = (free if free > now else now) + nbytes / self.channel_rate
+        self.c["dram_write"] += nbytes
 
     # --- shared memory -------------------------------------------------------------------------------------
     def _shared(self, inst, now: int) -> MemoryResult:
