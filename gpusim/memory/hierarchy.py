@@ -27,6 +27,7 @@ from .cache import SectoredCache
 from .interface import MemoryResult
 
 L1, L2, DRAM = 0, 1, 2
+FULL = 0xFFFFFFFF
 LOCAL_BASE = 1 << 44  # where per-thread local memory is mapped (interleaved by lane, as the hardware does)
 LOCAL_REGION = 1 << 24  # bytes of local memory address space per warp
 _MEMO_LIMIT = 65536
@@ -43,6 +44,9 @@ class MemoryHierarchy:
         self.l1_cfg, self.l2_cfg, self.dram_cfg = mem.l1, mem.l2, mem.dram
         self.sector = mem.l1.sector_bytes
         self.sectors_per_line = mem.l1.line_bytes // mem.l1.sector_bytes
+        self.line_bytes = mem.l1.line_bytes
+        self.full_line_mask = (1 << self.sectors_per_line) - 1
+        self._contiguous = {w: np.arange(32, dtype=np.int64) * w for w in (1, 2, 4, 8, 16)}
         self.l1_bytes = l1_bytes
         self.l1 = [SectoredCache(l1_bytes, mem.l1.line_bytes, self.sector, mem.l1.associativity) for _ in range(sms)]
         self.mshr: list[dict[int, tuple[int, int]]] = [{} for _ in range(sms)]  # line -> (data ready, level)
@@ -74,12 +78,12 @@ class MemoryHierarchy:
         if space == "const":
             return MemoryResult(now + self.l1_cfg.hit_latency)
         addrs = inst.addrs if space == "global" else self._local(inst)
-        sectors = sectors_touched(addrs, info.width, inst.mask, self.sector)
+        by_line, sectors = self._lines(addrs, info.width, inst.mask)
         if info.is_atomic:
-            return self._atomic(sectors, now)
+            return self._atomic(by_line, now)
         if info.is_store:
-            return self._store(sm, sectors, now)
-        return self._load(sm, sectors, now)
+            return self._store(sm, by_line, sectors, now)
+        return self._load(sm, by_line, sectors, now)
 
     # --- global / local ------------------------------------------------------------------------------------
     def _local(self, inst) -> np.ndarray:
@@ -87,25 +91,30 @@ class MemoryHierarchy:
         a = inst.addrs
         return LOCAL_BASE + inst.warp * LOCAL_REGION + (a // 4) * 128 + lane * 4 + a % 4
 
-    def _by_line(self, sectors: np.ndarray) -> dict[int, int]:
-        """Line -> mask of the sectors wanted in it."""
+    def _lines(self, addrs: np.ndarray, width: int, mask: int) -> tuple[dict[int, int], int]:
+        """(line -> mask of the sectors wanted in it, number of sectors) for one warp-level access."""
+        if mask == FULL and width <= self.sector and addrs[0] % (width * 32) == 0 \
+                and addrs[31] - addrs[0] == 31 * width and np.array_equal(addrs - addrs[0], self._contiguous[width]):
+            first = int(addrs[0]) // self.line_bytes  # 32 consecutive accesses from a line boundary
+            lines = width * 32 // self.line_bytes
+            if lines:
+                return dict.fromkeys(range(first, first + lines), self.full_line_mask), lines * self.sectors_per_line
+        sectors = sectors_touched(addrs, width, mask, self.sector).tolist()
         per_line = self.sectors_per_line
-        lines: dict[int, int] = {}
-        for s in sectors.tolist():
+        by_line: dict[int, int] = {}
+        for s in sectors:
             line = s // per_line
-            lines[line] = lines.get(line, 0) | (1 << (s - line * per_line))
-        return lines
+            by_line[line] = by_line.get(line, 0) | (1 << (s - line * per_line))
+        return by_line, len(sectors)
 
-    def _load(self, sm: int, sectors: np.ndarray, now: int) -> MemoryResult:
+    def _load(self, sm: int, by_line: dict[int, int], sectors: int, now: int) -> MemoryResult:
         c = self.c
         c["ld_requests"] += 1
-        n = sectors.size
-        if n == 0:
+        if not sectors:
             return MemoryResult(now + self.l1_cfg.hit_latency)
-        c["ld_sectors"] += n
+        c["ld_sectors"] += sectors
         l1, mshr = self.l1[sm], self.mshr[sm]
         ready, level = now + self.l1_cfg.hit_latency, L1
-        by_line = self._by_line(sectors)
         hits = 0
         missing: list[tuple[int, int]] = []
         for line, mask in by_line.items():
@@ -159,24 +168,22 @@ class MemoryHierarchy:
         self.c["mshr_stalls"] += 1
         return max(0, order[min(live - 1, live + needed - limit - 1)][0] - now)
 
-    def _store(self, sm: int, sectors: np.ndarray, now: int) -> MemoryResult:
+    def _store(self, sm: int, by_line: dict[int, int], sectors: int, now: int) -> MemoryResult:
         c = self.c
         c["st_requests"] += 1
-        c["st_sectors"] += sectors.size
-        if sectors.size == 0:
+        c["st_sectors"] += sectors
+        if not sectors:
             return MemoryResult(now + 1)
         done = now + 1
-        by_line = self._by_line(sectors)
         for line, mask in by_line.items():
             t, _lvl = self._l2_access(line, mask, now, write=True)
             if t > done:
                 done = t
         return MemoryResult(done, len(by_line) - 1)
 
-    def _atomic(self, sectors: np.ndarray, now: int) -> MemoryResult:
+    def _atomic(self, by_line: dict[int, int], now: int) -> MemoryResult:
         self.c["atom_requests"] += 1
         done = now + self.l2_cfg.hit_latency
-        by_line = self._by_line(sectors)
         for line, mask in by_line.items():
             t, _lvl = self._l2_access(line, mask, now, write=True, atomic=True)
             if t > done:
