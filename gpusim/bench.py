@@ -20,20 +20,20 @@ def _workload_dir() -> Path:
     return packaged if packaged.is_dir() else WORKLOADS
 
 
-def bench(arch: str = "h100", repeat: int = 1) -> list[dict]:
+def bench(arch: str = "h100", repeat: int = 1, memory: str = "hierarchy") -> list[dict]:
     """Run each case `repeat` times (best wall time kept); return one record per case."""
     spec = load_arch(arch)
     rows = []
     for name, params, sms in CASES:
         best = None
         for _ in range(repeat):
-            result = run(_workload_dir() / name, spec, params=params, sms=sms)
+            result = run(_workload_dir() / name, spec, params=params, sms=sms, memory=memory)
             if best is None or result.wall_seconds < best.wall_seconds:
                 best = result
         m, wall = best.metrics, best.wall_seconds
         cycles_per_second = m["gpu_sim_cycle"] / wall
         rows.append({
-            "workload": name, "arch": spec.name, "sms": sms, "params": params,
+            "workload": name, "arch": spec.name, "sms": sms, "params": params, "memory": memory,
             "warp_instructions": m["smsp__inst_executed.sum"], "cycles": m["gpu_sim_cycle"],
             "wall_seconds": round(wall, 3),
             "warp_instructions_per_second": round(m["smsp__inst_executed.sum"] / wall),

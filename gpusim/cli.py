@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="simulation speed on fma_peak and a reduced gemm_tile128")
     bench.add_argument("--arch", default="h100", help="architecture (default h100)")
     bench.add_argument("--repeat", type=_int_arg(1), default=1, help="runs per case, best kept (default 1)")
+    bench.add_argument("--memory", default="hierarchy", choices=["hierarchy", "fixed"],
+                       help="memory model (default: the hierarchy)")
     bench.add_argument("--json", action="store_true", help="print the records as JSON")
 
     workload = sub.add_parser("workload", help="inspect workload files")
@@ -168,14 +170,14 @@ def _cmd_run(args) -> int:
 def _cmd_bench(args) -> int:
     from .bench import bench
 
-    rows = bench(args.arch, args.repeat)
+    rows = bench(args.arch, args.repeat, args.memory)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="gpusim simulation speed (one process)")
+    table = Table(title=f"gpusim simulation speed (one process, {args.memory} memory)")
     for col in ("workload", "SMs", "warp-inst", "cycles", "wall s", "warp-inst/s", "thread-inst/s", "cycles/s",
                 "slowdown"):
         table.add_column(col, justify="left" if col == "workload" else "right")

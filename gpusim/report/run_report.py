@@ -31,11 +31,13 @@ def print_run(result) -> None:
         ("eligible warps per cycle per sub-partition", f"{m['smsp__warps_eligible.avg.per_cycle_active']:.2f}"),
         ("blocks per SM (resident) / waves", f"{m['gpusim__blocks_per_sm']} / {m['launch__waves_per_multiprocessor']:.2f}"),
     ]
-    for key, label in (("l1tex__t_sector_hit_rate.pct", "L1 sector hit rate"),
-                       ("lts__t_sector_hit_rate.pct", "L2 sector hit rate"),
-                       ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "shared-memory bank conflicts")):
+    for key, label, fmt in (("l1tex__t_sector_hit_rate.pct", "L1 sector hit rate (global loads)", "{:.1f}%"),
+                            ("lts__t_sector_hit_rate.pct", "L2 sector hit rate", "{:.1f}%"),
+                            ("dram__bytes.sum.per_second", "DRAM bandwidth (GB/s)", "{:,.0f}"),
+                            ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "shared-memory bank conflicts", "{:,}")):
         if key in m:
-            rows.append((label, f"{m[key]:,.1f}" if isinstance(m[key], float) else f"{m[key]:,}"))
+            value = m[key] / 1e9 if key.endswith("per_second") else m[key]
+            rows.append((label, fmt.format(value)))
     for row in rows:
         summary.add_row(*row)
     console.print(summary)
