@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..workload import warp_stream
 from ..workload.stream import Diverge
+from .warp import operands_ready
 
 
 class _Join:
@@ -67,16 +68,7 @@ class DivergentStreams:
             return
 
     def _ready(self, inst) -> int:
-        regs, ready = self.regs, 0
-        for name in inst.src:
-            entry = regs.get(name)
-            if entry is not None and entry[0] > ready:
-                ready = entry[0]
-        for name in inst.dst:
-            entry = regs.get(name)
-            if entry is not None and entry[0] > ready:
-                ready = entry[0]
-        return ready
+        return operands_ready(self.regs, inst, 0)[0]
 
     def __next__(self):
         if self._pending:

@@ -12,6 +12,7 @@ import heapq
 import itertools
 
 from .timing import LONG, NONE, PIPES
+from .warp import operands_ready
 
 INF = float("inf")
 NOT_SELECTED = "not_selected"
@@ -160,15 +161,7 @@ class SubPartition:
             warp.reason = "barrier"
             self.sm.barrier_arrive(warp, now)
             return
-        ready_at, board = nxt, "wait"
-        for name in following.src:
-            entry = regs.get(name)
-            if entry is not None and entry[0] > ready_at:
-                ready_at, board = entry
-        for name in following.dst:
-            entry = regs.get(name)
-            if entry is not None and entry[0] > ready_at:
-                ready_at, board = entry
+        ready_at, board = operands_ready(regs, following, nxt)
         if timing.is_branch:
             resolved = now + timing.latency
             if resolved >= ready_at:

@@ -5,6 +5,21 @@ from __future__ import annotations
 from .timing import OpTiming
 
 
+def operands_ready(regs: dict, inst, earliest: int) -> tuple[int, str]:
+    """(cycle `inst`'s sources and destinations are all ready, no earlier than `earliest`; the scoreboard of
+    the register that decides it). Destinations count too: a write must wait for a pending write."""
+    ready, board = earliest, "wait"
+    for name in inst.src:
+        entry = regs.get(name)
+        if entry is not None and entry[0] > ready:
+            ready, board = entry
+    for name in inst.dst:
+        entry = regs.get(name)
+        if entry is not None and entry[0] > ready:
+            ready, board = entry
+    return ready, board
+
+
 class Warp:
     """One warp on one sub-partition. `reason`/`since` say what it has been doing since when; the interval
     is added to the SM's counters when the state changes (never cycle by cycle)."""
@@ -33,18 +48,7 @@ class Warp:
 
     def operands_ready(self, now: int) -> tuple[int, str]:
         """(cycle the next instruction's sources and destinations are ready, the scoreboard that decides it)."""
-        ready, board = now, "wait"
-        regs = self.regs
-        inst = self.inst
-        for name in inst.src:
-            entry = regs.get(name)
-            if entry is not None and entry[0] > ready:
-                ready, board = entry
-        for name in inst.dst:
-            entry = regs.get(name)
-            if entry is not None and entry[0] > ready:
-                ready, board = entry
-        return ready, board
+        return operands_ready(self.regs, self.inst, now)
 
     def __repr__(self):
         return f"Warp(gid={self.gid}, slot={self.slot}, reason={self.reason})"
