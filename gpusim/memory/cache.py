@@ -30,8 +30,8 @@ class SectoredCache:
         return present
 
     def fill(self, line: int, mask: int, dirty: bool = False) -> list[int]:
-        """Make the sectors present (allocating the line, evicting the least recently used one); return the
-        evicted line's dirty sectors as (line, mask) pairs' sector count list for write-back."""
+        """Make the sectors present (allocating the line, evicting the least recently used one). Returns
+        [evicted line, its dirty-sector mask] when a line with dirty sectors was evicted, else []."""
         lines = self._sets[line % self.sets]
         state = lines.get(line)
         evicted: list[int] = []
