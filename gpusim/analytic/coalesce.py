@@ -16,17 +16,21 @@ def active_lanes(mask: int, lanes: int = 32) -> np.ndarray:
     return ((np.uint64(mask) >> _LANE_BITS[:lanes]) & np.uint64(1)).astype(bool)
 
 
-def sectors_touched(addrs: np.ndarray, width: int, mask: int, sector_bytes: int = 32) -> np.ndarray:
+def sector_list(addrs: np.ndarray, width: int, mask: int, sector_bytes: int = 32) -> list[int]:
     """Sorted distinct sector numbers (address // sector_bytes) the active lanes' `width`-byte accesses touch."""
     a = addrs if mask == 0xFFFFFFFF else addrs[active_lanes(mask, len(addrs))]
     if a.size == 0:
-        return a
-    first = a // sector_bytes
-    if width > sector_bytes or np.any((a + width - 1) // sector_bytes != first):
-        last = (a + width - 1) // sector_bytes
-        spans = [np.arange(f, l + 1) for f, l in zip(first.tolist(), last.tolist())]
-        return np.unique(np.concatenate(spans))
-    return np.unique(first)
+        return []
+    first = (a // sector_bytes).tolist()
+    if width == 1 or width <= sector_bytes and not ((a % sector_bytes) > sector_bytes - width).any():
+        return sorted(set(first))  # no access straddles a sector boundary
+    last = ((a + width - 1) // sector_bytes).tolist()
+    return sorted({s for f, l in zip(first, last) for s in range(f, l + 1)})
+
+
+def sectors_touched(addrs: np.ndarray, width: int, mask: int, sector_bytes: int = 32) -> np.ndarray:
+    """sector_list as an array."""
+    return np.array(sector_list(addrs, width, mask, sector_bytes), dtype=np.int64)
 
 
 def coalesce(addrs: np.ndarray, width: int, mask: int, sector_bytes: int = 32,

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from ..analytic.banks import ideal_wavefronts, wavefronts
-from ..analytic.coalesce import active_lanes, sectors_touched
+from ..analytic.coalesce import sector_list
 from .cache import SectoredCache
 from .interface import MemoryResult
 
@@ -99,11 +99,7 @@ class MemoryHierarchy:
             lines = width * 32 // self.line_bytes
             if lines:
                 return dict.fromkeys(range(first, first + lines), self.full_line_mask), lines * self.sectors_per_line
-        if width <= self.sector:  # aligned accesses no wider than a sector stay inside one sector
-            a = addrs if mask == FULL else addrs[active_lanes(mask)]
-            sectors = set((a // self.sector).tolist())
-        else:
-            sectors = sectors_touched(addrs, width, mask, self.sector).tolist()
+        sectors = sector_list(addrs, width, mask, self.sector)
         per_line = self.sectors_per_line
         by_line: dict[int, int] = {}
         for s in sectors:
