@@ -273,3 +273,19 @@ def test_launch_that_cannot_be_resident_is_an_error(tmp_path):
     path.write_text("kernel: big\nlaunch: {grid: [1], block: [1024], registers_per_thread: 128}\nprogram: [{op: FFMA}]\n")
     proc = run_cli("run", str(path), "--arch", "h100")
     assert proc.returncode == 1 and "cannot be resident" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["run", "workloads/microbench/fma_chain.yaml", "--arch", "h100", "--memory", "cache"], "--memory"),
+    (["bench", "--memory", "cache"], "--memory"),
+    (["bench", "--repeat", "0"], "--repeat"),
+])
+def test_memory_and_bench_options_reject_bad_values(args, expected):
+    proc = run_cli(*args)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and expected in proc.stderr, proc.stderr
+
+
+def test_api_rejects_unknown_memory_model():
+    with pytest.raises(gpusim.GpusimError, match="--memory cache: expected hierarchy or fixed"):
+        run(MB / "fma_chain.yaml", "h100", memory="cache")

@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 
-def _age(warp) -> int:
+def age(warp) -> int:
+    """Sort key: launch order (smaller = older)."""
     return warp.age
+
 
 
 class Policy:

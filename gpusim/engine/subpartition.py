@@ -12,14 +12,11 @@ import heapq
 import itertools
 
 from .timing import LONG, NONE, PIPES
+from .scheduler import age as _age
 from .warp import operands_ready
 
 INF = float("inf")
 NOT_SELECTED = "not_selected"
-
-
-def _age(warp) -> int:
-    return warp.age
 _seq = itertools.count()  # heap tie-breaker: insertion order, deterministic
 
 
