@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     occ.add_argument("--plot-dir", default="plots", help="directory for --plot (default: plots)")
 
     run = sub.add_parser("run", help="simulate a kernel cycle by cycle")
-    run.add_argument("workload", help="path to a workload YAML file")
+    run.add_argument("workload", help="a workload YAML file, an Accel-Sim trace (.traceg, .traceg.xz) or a trace "
+                                      "directory's kernelslist.g")
     run.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file")
     run.add_argument("--scheduler", default="gto", help="warp scheduler policy: gto (default), lrr, two_level, "
                                                         "oldest_first")
@@ -89,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     workload = sub.add_parser("workload", help="inspect workload files")
     wsub = workload.add_subparsers(dest="workload_command", required=True, parser_class=_Parser)
     show = wsub.add_parser("show", help="launch, instruction mix, bytes and the first instructions of a warp")
-    show.add_argument("workload", help="path to a workload YAML file")
+    show.add_argument("workload", help="a workload YAML file, an Accel-Sim trace or a kernelslist.g")
     show.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
                       help="override a parameter (repeatable), e.g. --set M=2048")
     show.add_argument("--first", type=_int_arg(0), default=12, help="instructions of warp 0 to list (default 12)")
@@ -132,10 +133,28 @@ def _cmd_occupancy(args) -> int:
 
 
 def _cmd_workload(args) -> int:
-    from .report.workload_show import mix_record, print_show
+    from .report.workload_show import mix_record, print_show, trace_facts
+    from .trace import is_command_list, is_trace, load_trace, read_command_list
+    from .trace.mix import trace_mix
     from .workload import kernel_mix, load_workload, parse_overrides
 
-    kernel = load_workload(args.workload, parse_overrides(args.set))
+    path = args.workload
+    if is_command_list(path) or is_trace(path):
+        if args.set:
+            raise GpusimError(f"{path}: --set: a trace has no parameters to set")
+        paths = [c.kernel for c in read_command_list(path) if c.kernel] if is_command_list(path) else [path]
+        records = []
+        for kernel_path in paths:
+            kernel = load_trace(kernel_path)
+            mix, streams = trace_mix(kernel)
+            facts = trace_facts(kernel, streams)
+            records.append(mix_record(kernel, mix, facts))
+            if not args.json:
+                print_show(kernel, mix, args.first, facts)
+        if args.json:
+            print(json.dumps(records[0] if is_trace(path) else records, indent=2))
+        return 0
+    kernel = load_workload(path, parse_overrides(args.set))
     mix = kernel_mix(kernel)
     if args.json:
         print(json.dumps(mix_record(kernel, mix), indent=2))
@@ -150,6 +169,14 @@ def _cmd_run(args) -> int:
 
     result = run(args.workload, args.arch, scheduler=args.scheduler, simt=args.simt, sms=args.sms,
                  params=parse_overrides(args.set), seed=args.seed, memory=args.memory)
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if result.unknown_opcodes:  # listed once, at the end of the run
+        print(f"note: {len(result.unknown_opcodes)} opcode(s) not in the opcode table ran as int32-pipe "
+              f"instructions: " + ", ".join(f"{op} ({n:,} warp-inst)" for op, n in result.unknown_opcodes.items()),
+              file=sys.stderr)
     record = json.dumps(result.to_dict(), indent=2)
     if args.json == "-":
         print(record)

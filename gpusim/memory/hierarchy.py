@@ -65,7 +65,7 @@ class MemoryHierarchy:
         self.c = dict.fromkeys((
             "ld_requests", "ld_sectors", "ld_sector_hits", "st_requests", "st_sectors", "atom_requests",
             "l2_sectors", "l2_hits", "dram_read", "dram_write", "smem_wavefronts", "smem_conflicts_ld",
-            "smem_conflicts_st", "smem_requests", "mshr_stalls"), 0)
+            "smem_conflicts_st", "smem_requests", "mshr_stalls", "no_address"), 0)
         self.latency_sum = [0, 0, 0]
         self.latency_count = [0, 0, 0]
 
@@ -73,6 +73,9 @@ class MemoryHierarchy:
     def access(self, sm: int, inst, now: int) -> MemoryResult:
         info = inst.info
         space = info.space
+        if inst.addrs is None:  # a traced access without lane addresses (predicated off): no data moves
+            self.c["no_address"] += 1
+            return MemoryResult(now + (self.l1_cfg.shared_latency if space == "shared" else self.l1_cfg.hit_latency))
         if space == "shared":
             return self._shared(inst, now)
         if space == "const":
@@ -289,6 +292,7 @@ class MemoryHierarchy:
             "gpgpu_n_shmem_bkconflict": conflicts,
             "gpusim__l1_capacity_bytes": self.l1_bytes,
             "gpusim__mshr_full_events": c["mshr_stalls"],
+            "gpusim__memory_insts_without_addresses": c["no_address"],
             "gpusim__load_latency_l1_hit": avg(L1),
             "gpusim__load_latency_l2_hit": avg(L2),
             "gpusim__load_latency_dram": avg(DRAM),

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 from ..workload import Kernel, Mix, warp_stream
+from ..trace import TraceStreams
 from ..workload.opcodes import PIPELINE_CLASSES
 
 
@@ -33,10 +35,24 @@ def _addresses(addrs: np.ndarray | None, mask: int) -> str:
     return shown
 
 
-def mix_record(kernel: Kernel, mix: Mix) -> dict:
-    """The show output as a record (for --json and tests)."""
+def trace_facts(kernel, streams) -> dict:
+    """What a trace adds to the record: its origin, its size and the opcodes no table knows."""
+    h = kernel.header
+    return {"binary_version": h.binary_version, "tracer_version": h.tracer_version,
+            "opcode_table": kernel.family or "all families", "file_bytes": Path(kernel.source).stat().st_size,
+            "unknown_opcodes": dict(sorted(streams.unknown.items(), key=lambda kv: (-kv[1], kv[0])))}
+
+
+def _first_stream(kernel):
+    if isinstance(kernel, Kernel):
+        return warp_stream(kernel, 0, 0)
+    return TraceStreams(kernel)(0, 0)
+
+
+def mix_record(kernel, mix: Mix, trace: dict | None = None) -> dict:
+    """The show output as a record (for --json and tests); `trace`: trace_facts for a traced kernel."""
     launch = kernel.launch
-    return {
+    record = {
         "kernel": kernel.name,
         "source": kernel.source,
         "params": kernel.params,
@@ -54,9 +70,12 @@ def mix_record(kernel: Kernel, mix: Mix) -> dict:
         "bytes": {f"{space}_{kind}": n for (space, kind), n in sorted(mix.bytes.items())},
         "tensor_flops": mix.mma_flops,
     }
+    if trace is not None:
+        record["trace"] = trace
+    return record
 
 
-def print_show(kernel: Kernel, mix: Mix, first: int = 12) -> None:
+def print_show(kernel, mix: Mix, first: int = 12, trace: dict | None = None) -> None:
     console = Console(width=130)
     launch = kernel.launch
     console.print(f"[bold]{kernel.name}[/bold]  ({kernel.source})")
@@ -68,11 +87,18 @@ def print_show(kernel: Kernel, mix: Mix, first: int = 12) -> None:
                   f"{launch.threads_per_block} threads ({launch.warps_per_block} warps); "
                   f"{launch.registers_per_thread} registers/thread; shared memory {launch.shared_memory_bytes} B "
                   f"static + {launch.dynamic_shared_memory_bytes} B dynamic per block")
+    if trace is not None:
+        console.print(f"trace: {_fmt_bytes(trace['file_bytes'])}, tracer v{trace['tracer_version']}, "
+                      f"sm_{trace['binary_version']} binary, read with the {trace['opcode_table']} opcode table")
+        if trace["unknown_opcodes"]:
+            console.print("opcodes no table knows (counted as int32-pipe instructions): " + ", ".join(
+                f"{op} ({n:,})" for op, n in trace["unknown_opcodes"].items()))
     console.print(f"total: {kernel.total_warps:,} warps, {mix.total_warp_insts:,} warp-instructions, "
                   f"{mix.total_thread_insts:,} thread-instructions"
                   + (f", {mix.mma_flops / 1e9:,.2f} GFLOP on tensor cores" if mix.mma_flops else ""))
 
-    table = Table(title="instruction mix (counted from the program, not simulated)")
+    counted = "the program" if isinstance(kernel, Kernel) else "the trace"
+    table = Table(title=f"instruction mix (counted from {counted}, not simulated)")
     for col in ("pipeline", "warp-instructions", "share", "avg active lanes"):
         table.add_column(col, justify="left" if col == "pipeline" else "right")
     total = max(1, mix.total_warp_insts)
@@ -94,7 +120,7 @@ def print_show(kernel: Kernel, mix: Mix, first: int = 12) -> None:
     first_table = Table(title=f"first {first} instructions of block 0, warp 0")
     for col in ("pc", "opcode", "mask", "dst", "src", "addresses (first active lanes)"):
         first_table.add_column(col)
-    for inst in itertools.islice(warp_stream(kernel, 0, 0), first):
+    for inst in itertools.islice(_first_stream(kernel), first):
         first_table.add_row(f"{inst.pc:#06x}", inst.op, f"{inst.mask:#010x}", ",".join(inst.dst),
                             ",".join(inst.src), _addresses(inst.addrs, inst.mask))
     console.print(first_table)

@@ -2,7 +2,8 @@
 
 The table maps an opcode's base name (the part before the first '.') to a pipeline class; modifiers give the
 access width (`.128` = 16 bytes, `.64` = 8, `.U8`/`.S8` = 1, `.U16`/`.S16` = 2, default 4) and, for MMA, the
-shape (`HMMA.16816` = m16n8k16). Latencies and throughputs are per architecture (arch/*.yaml), never here.
+shape (`HMMA.16816` = m16n8k16; `HGMMA.64X128X16` is shared by the four warps of a warpgroup). The names
+each architecture family introduced are listed by family, so a trace is read with its binary's own table. Latencies and throughputs are per architecture (arch/*.yaml), never here.
 """
 
 from __future__ import annotations
@@ -19,28 +20,92 @@ PIPELINE_CLASSES = (FP32, INT32, FP64, SFU, TENSOR, LDST_GLOBAL, LDST_SHARED, LD
                     BRANCH, BARRIER, MISC)
 MEMORY_CLASSES = {LDST_GLOBAL: "global", LDST_SHARED: "shared", LDST_LOCAL: "local", LDST_CONST: "const"}
 
-_BASES: dict[str, str] = {}
-for _cls, _names in {
-    FP32: "FFMA FADD FMUL FMNMX FSETP FSEL FSET FCHK FRND FSWZADD HADD2 HMUL2 HFMA2 HSETP2 HMNMX2 F2F F2FP FMUL32I "
-          "FADD32I FFMA32I",
-    INT32: "IMAD IADD3 IADD IMUL ISETP LOP3 LOP SHF SHL SHR IABS IMNMX LEA LEA.HI MOV MOV32I SEL PRMT POPC FLO BREV "
-           "ISCADD IMNMX VABSDIFF VIADD VIMNMX I2F F2I I2I PLOP3 P2R R2P CS2R S2R S2UR IDP BMSK SGXT UIADD3 UMOV "
-           "ULDC ULOP3 USHF UIMAD ULEA USEL UISETP UPLOP3 R2UR FLO",
-    FP64: "DFMA DADD DMUL DSETP DMNMX F2D D2F",
-    SFU: "MUFU RRO",
-    TENSOR: "HMMA IMMA BMMA DMMA HGMMA IGMMA QGMMA BGMMA UTCMMA UTCHMMA UTCQMMA",
-    LDST_GLOBAL: "LDG STG LD ST ATOMG ATOM RED LDGSTS LDGDEPBAR CCTL ATOMG.ADD",
-    LDST_SHARED: "LDS STS ATOMS LDSM STSM SHFL",
-    LDST_LOCAL: "LDL STL",
-    LDST_CONST: "LDC",
-    BRANCH: "BRA BRX JMP JMX CALL RET EXIT BSSY BSYNC WARPSYNC BREAK BPT KILL YIELD",
-    BARRIER: "BAR MEMBAR DEPBAR ERRBAR",
-    MISC: "NOP VOTE VOTEU MATCH REDUX NANOSLEEP",
-}.items():
-    for _name in _names.split():
-        _BASES.setdefault(_name, _cls)
+# SASS base names by the architecture family that introduced them (each family also runs every earlier
+# family's names). YAML workloads use the union; a trace uses the table of its binary's family.
+FAMILIES = ("volta", "turing", "ampere", "ada", "hopper", "blackwell")
+_INTRODUCED: dict[str, dict[str, str]] = {
+    "volta": {
+        FP32: "FFMA FADD FMUL FMNMX FSETP FSEL FSET FCHK FRND FSWZADD HADD2 HMUL2 HFMA2 HSETP2 HSET2 F2F FMUL32I "
+              "FADD32I FFMA32I",
+        INT32: "IMAD IADD3 IADD IMUL ISETP LOP3 LOP SHF SHL SHR IABS IMNMX LEA MOV MOV32I SEL PRMT POPC FLO BREV "
+               "ISCADD VABSDIFF VABSDIFF4 I2F F2I I2I PLOP3 P2R R2P CS2R S2R IDP IMUL32I IADD32I LOP32I ISCADD32I "
+               "IMAD32I BMSK SGXT LEPC",
+        FP64: "DFMA DADD DMUL DSETP DMNMX F2D D2F",
+        SFU: "MUFU RRO",
+        TENSOR: "HMMA",
+        LDST_GLOBAL: "LDG STG LD ST ATOMG ATOM RED CCTL CCTLL",
+        LDST_SHARED: "LDS STS ATOMS SHFL",
+        LDST_LOCAL: "LDL STL",
+        LDST_CONST: "LDC",
+        BRANCH: "BRA BRX JMP JMX CALL RET EXIT BSSY BSYNC WARPSYNC BREAK BPT KILL YIELD BMOV RTT",
+        BARRIER: "BAR",
+        # memory fences and dependency barriers order a warp's own accesses: an issue slot, not a block barrier
+        MISC: "NOP VOTE MATCH NANOSLEEP MEMBAR DEPBAR ERRBAR PMTRIG SETCTAID SETLMEMBASE GETLMEMBASE B2R R2B "
+              "CSMTEST",
+    },
+    "turing": {
+        INT32: "UMOV ULDC UIADD3 ULOP3 ULOP USHF UIMAD ULEA USEL UISETP UPLOP3 UPRMT UFLO UPOPC UBREV UBMSK USGXT "
+               "UP2UR R2UR S2UR",
+        TENSOR: "IMMA BMMA",
+        LDST_SHARED: "LDSM",
+        MISC: "VOTEU",
+    },
+    "ampere": {
+        FP32: "F2FP HMNMX2",
+        INT32: "I2FP F2IP UF2FP",
+        TENSOR: "DMMA",
+        LDST_GLOBAL: "LDGSTS LDGDEPBAR",
+        MISC: "REDUX",
+    },
+    "ada": {},
+    "hopper": {
+        INT32: "VIADD VIMNMX VIMNMX3 VIADDMNMX VHMNMX USETMAXREG",
+        TENSOR: "HGMMA IGMMA QGMMA BGMMA",
+        LDST_GLOBAL: "UTMALDG UTMASTG UTMAPF UTMACCTL UTMACMDFLUSH UBLKCP UBLKRED UBLKPF",
+        LDST_SHARED: "STSM STAS REDAS",
+        MISC: "SYNCS FENCE ELECT ACQBULK WARPGROUP UCGABAR_ARV UCGABAR_WAIT CGAERRBAR ENDCOLLECTIVE",
+    },
+    "blackwell": {
+        FP32: "FADD2 FMUL2 FFMA2 FMNMX3",
+        TENSOR: "UTCHMMA UTCQMMA UTCIMMA UTCOMMA UTCBMMA OMMA QMMA",
+        LDST_SHARED: "LDTM STTM",
+        MISC: "UTCBAR UTCCP UTCSHIFT UTCATOMSWS",
+    },
+}
 
-_STORES = {"STG", "ST", "STS", "STL", "STSM"}
+
+def _tables() -> dict[str | None, dict[str, str]]:
+    tables: dict[str | None, dict[str, str]] = {}
+    running: dict[str, str] = {}
+    for family in FAMILIES:
+        for cls, names in _INTRODUCED[family].items():
+            for name in names.split():
+                running.setdefault(name, cls)
+        tables[family] = dict(running)
+    tables[None] = running  # YAML workloads: every name any family knows
+    return tables
+
+
+_TABLES = _tables()
+_BASES = _TABLES[None]
+# binary version (sm_XY as XY) -> family; a version not listed takes the nearest family below it
+_FAMILY_SINCE = ((70, "volta"), (75, "turing"), (80, "ampere"), (89, "ada"), (90, "hopper"), (100, "blackwell"))
+
+
+def family_of(binary_version: int) -> str | None:
+    """The architecture family whose SASS a binary of this version (70 for sm_70, ...) holds; None before Volta."""
+    found = None
+    for since, family in _FAMILY_SINCE:
+        if binary_version >= since:
+            found = family
+    return found
+
+
+_STORES = {"STG", "ST", "STS", "STL", "STSM", "STAS"}
+# LSU instructions without per-lane addresses (shuffles, async-copy fences, TMA and bulk copies, tensor memory):
+# they use the load/store pipe but no memory model access
+_NO_LANE_ADDRESSES = {"SHFL", "LDGDEPBAR", "CCTL", "CCTLL", "UTMALDG", "UTMASTG", "UTMAPF", "UTMACCTL",
+                      "UTMACMDFLUSH", "UBLKCP", "UBLKRED", "UBLKPF", "LDTM", "STTM"}
 _ATOMICS = {"ATOMG", "ATOM", "RED", "ATOMS"}
 _WIDTHS = {"128": 16, "64": 8, "U8": 1, "S8": 1, "U16": 2, "S16": 2, "32": 4}
 _MMA_SHAPE = re.compile(r"^(\d{2})(\d)(\d+)$")  # 16816 -> m16 n8 k16 ; 884 -> m8 n8 k4
@@ -59,7 +124,11 @@ class OpInfo:
 
     @property
     def is_memory(self) -> bool:
-        return self.space is not None and self.base != "SHFL"
+        return self.space is not None
+
+
+_WARPGROUP_SHAPE = re.compile(r"^(\d+)X(\d+)X(\d+)$")  # HGMMA.64X128X16: one warpgroup (4 warps) shares it
+WARPS_PER_WARPGROUP = 4
 
 
 def _mma_flops(modifiers: list[str]) -> int:
@@ -68,28 +137,35 @@ def _mma_flops(modifiers: list[str]) -> int:
         if m:
             mm, nn, kk = (int(g) for g in m.groups())
             return 2 * mm * nn * kk
+        m = _WARPGROUP_SHAPE.match(mod)
+        if m:
+            mm, nn, kk = (int(g) for g in m.groups())
+            return 2 * mm * nn * kk // WARPS_PER_WARPGROUP
     return 0
 
 
-def lookup(opcode: str) -> OpInfo | None:
-    """OpInfo for a SASS-like opcode with modifiers, or None if the base name is unknown."""
+def lookup(opcode: str, family: str | None = None) -> OpInfo | None:
+    """OpInfo for a SASS-like opcode with modifiers, or None if the base name is unknown (to `family`'s table:
+    volta ... blackwell; None: every family's names)."""
     parts = opcode.upper().split(".")
     base, modifiers = parts[0], parts[1:]
-    pipeline = _BASES.get(base)
+    pipeline = _TABLES[family].get(base)
     if pipeline is None:
         return None
+    if base == "BAR" and ("ARV" in modifiers or "SCAN" in modifiers):
+        pipeline = MISC  # arrive without waiting: the warp goes on
     if base in ("LD", "ST"):  # generic loads/stores: the space modifier decides (LD.LOCAL, ST.SHARED)
         pipeline = {"LOCAL": LDST_LOCAL, "SHARED": LDST_SHARED}.get(next(
             (m for m in modifiers if m in ("LOCAL", "SHARED")), ""), LDST_GLOBAL)
     space = MEMORY_CLASSES.get(pipeline)
     width = 0
-    if space is not None and base not in ("SHFL", "LDGDEPBAR", "CCTL"):
+    if space is not None and base not in _NO_LANE_ADDRESSES:
         width = 4
         for mod in modifiers:
             width = _WIDTHS.get(mod, width)
         if base == "LDSM":  # ldmatrix: each lane supplies a 16-byte row address
             width = 16
-    elif base == "SHFL":
+    else:
         space = None
     mma = _mma_flops(modifiers) if pipeline == TENSOR else 0
     return OpInfo(opcode=opcode.upper(), base=base, pipeline=pipeline, space=space, width=width,

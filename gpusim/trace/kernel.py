@@ -1,0 +1,136 @@
+"""A traced kernel as the engine sees it: a launch, and per-warp streams of WarpInst read from the trace.
+
+The engine, the memory model and the statistics are the ones YAML kernels use; only the front end differs.
+Blocks are handed to the dispatcher in file order (block k of the launch is the k-th section of the file).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Iterator
+
+import attrs
+import numpy as np
+
+from ..workload.kernel import Launch
+from ..workload.opcodes import MISC, OpInfo, family_of, lookup
+from ..workload.stream import WarpInst
+from .format import LineError, parse_instruction
+from .reader import TraceError, TraceFile, TraceHeader
+
+
+def unknown_opcode(opcode: str) -> OpInfo:
+    """The conservative default for an opcode no table knows: an integer-pipe instruction with its latency
+    (it occupies the pipe and its result is waited for; it touches no memory)."""
+    return OpInfo(opcode=opcode.upper(), base=opcode.upper().split(".")[0], pipeline=MISC, space=None, width=0,
+                  is_store=False, is_atomic=False, mma_flops=0)
+
+
+def binary_version_of(spec) -> int:
+    major, minor = spec.compute_capability.split(".")
+    return int(major) * 10 + int(minor)
+
+
+@attrs.frozen
+class TraceKernel:
+    name: str
+    source: str
+    header: TraceHeader
+    launch: Launch
+    family: str | None  # the opcode table the trace is read with (from its binary version)
+    description: str = ""
+    params: dict = attrs.field(factory=dict)
+
+    @property
+    def total_warps(self) -> int:
+        return self.launch.nblocks * self.launch.warps_per_block
+
+    def version_warning(self, spec) -> str | None:
+        """A one-line warning when the trace's binary was compiled for another architecture than `spec`."""
+        arch_version = binary_version_of(spec)
+        if self.header.binary_version == arch_version:
+            return None
+        return (f"{self.source}: binary version {self.header.binary_version} (sm_{self.header.binary_version}) "
+                f"differs from {spec.name} (sm_{arch_version}); simulating its SASS on {spec.name} anyway")
+
+    def streams(self) -> "TraceStreams":
+        return TraceStreams(self)
+
+
+def load_trace(path: str | Path) -> TraceKernel:
+    """Read a trace's header (the blocks are read when simulated or counted)."""
+    trace = TraceFile(path)
+    trace.close()
+    h = trace.header
+    launch = Launch(grid=h.grid, block=h.block, registers_per_thread=h.registers_per_thread,
+                    shared_memory_bytes=h.shared_memory_bytes, dynamic_shared_memory_bytes=0)
+    return TraceKernel(name=h.kernel_name, source=str(path), header=h, launch=launch,
+                       family=family_of(h.binary_version),
+                       description=f"NVBit trace (Accel-Sim format v{h.tracer_version}), kernel id {h.kernel_id}, "
+                                   f"sm_{h.binary_version} binary")
+
+
+class TraceStreams:
+    """The engine's stream factory for a trace: `(block, warp in block) -> iterator of WarpInst`. Blocks are read
+    from the file when their first warp is asked for; `unknown` counts the opcodes no table knows."""
+
+    def __init__(self, kernel: TraceKernel):
+        self.kernel = kernel
+        self.file = TraceFile(kernel.source)
+        self._blocks = self.file.blocks()
+        self._pending: dict[int, list] = {}  # block -> per-warp lines not yet handed out
+        self._handed: dict[int, int] = {}
+        self._infos: dict[str, tuple[OpInfo, bool]] = {}
+        self.unknown: Counter = Counter()
+        self.blocks_read = 0
+
+    def __call__(self, block: int, warp_in_block: int) -> Iterator[WarpInst]:
+        warps = self._pending.get(block)
+        while warps is None:
+            section = next(self._blocks, None)
+            if section is None:
+                raise TraceError(f"{self.kernel.source}: block {block} requested, the file has {self.blocks_read}")
+            self.blocks_read += 1
+            self._pending[section.ordinal] = section.warps
+            self._handed[section.ordinal] = 0
+            warps = self._pending.get(block)
+        lines = warps[warp_in_block]
+        self._handed[block] += 1
+        if self._handed[block] == len(warps):
+            del self._pending[block], self._handed[block]
+        gid = block * self.kernel.launch.warps_per_block + warp_in_block
+        return self._stream(lines, gid, block)
+
+    def finish(self) -> None:
+        """Read to the end of the file (it must hold no more blocks than the grid); call after the run."""
+        for _ in self._blocks:
+            self.blocks_read += 1
+
+    def info(self, opcode: str) -> tuple[OpInfo, bool]:
+        known = self._infos.get(opcode)
+        if known is None:
+            info = lookup(opcode, self.kernel.family)
+            known = self._infos[opcode] = (info, True) if info is not None else (unknown_opcode(opcode), False)
+        return known
+
+    def _stream(self, lines: list, gid: int, block: int) -> Iterator[WarpInst]:
+        h = self.kernel.header
+        version, lineinfo, source = h.tracer_version, h.lineinfo, self.kernel.source
+        info_of, unknown = self.info, self.unknown
+        for number, text in lines:
+            try:
+                t = parse_instruction(text, version, lineinfo)
+            except LineError as exc:
+                raise TraceError(f"{source}:{number}: {exc}") from None
+            info, known = info_of(t.opcode)
+            if not known:
+                unknown[info.opcode] += 1
+            addrs = t.addrs
+            if info.space is None:
+                addrs = None  # the table knows better than the tracer's width (e.g. SHFL, TMA): no lane addresses
+            elif addrs is not None:
+                base = h.local_base if info.space == "local" else h.shared_base if info.space == "shared" else 0
+                if base and addrs.max() >= base:  # window addresses -> offsets within the space
+                    addrs = np.maximum(addrs - base, 0)
+            yield WarpInst(info, gid, block, t.pc, t.mask, t.dst, t.src, addrs)
