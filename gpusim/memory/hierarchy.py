@@ -45,8 +45,6 @@ class MemoryHierarchy:
         self.sector = mem.l1.sector_bytes
         self.sectors_per_line = mem.l1.line_bytes // mem.l1.sector_bytes
         self.line_bytes = mem.l1.line_bytes
-        self.full_line_mask = (1 << self.sectors_per_line) - 1
-        self._contiguous = {w: np.arange(32, dtype=np.int64) * w for w in (1, 2, 4, 8, 16)}
         self.l1_bytes = l1_bytes
         self.l1 = [SectoredCache(l1_bytes, mem.l1.line_bytes, self.sector, mem.l1.associativity) for _ in range(sms)]
         self.mshr: list[dict[int, tuple[int, int]]] = [{} for _ in range(sms)]  # line -> (data ready, level)
@@ -62,6 +60,7 @@ class MemoryHierarchy:
         self.banks, self.bank_width = spec.shared_memory.banks, spec.shared_memory.bank_width_bytes
         self.clock_hz = spec.clocks.core_mhz * 1e6
         self._bank_memo: dict = {}
+        self._line_memo: dict = {}
         self.c = dict.fromkeys((
             "ld_requests", "ld_sectors", "ld_sector_hits", "st_requests", "st_sectors", "atom_requests",
             "l2_sectors", "l2_hits", "dram_read", "dram_write", "smem_wavefronts", "smem_conflicts_ld",
@@ -94,23 +93,28 @@ class MemoryHierarchy:
         a = inst.addrs
         return LOCAL_BASE + inst.warp * LOCAL_REGION + (a // 4) * 128 + lane * 4 + a % 4
 
-    def _lines(self, addrs: np.ndarray, width: int, mask: int) -> tuple[dict[int, int], int]:
-        """(line -> mask of the sectors wanted in it, number of sectors) for one warp-level access."""
-        if mask == FULL and width <= self.sector and addrs[0] % (width * 32) == 0 \
-                and addrs[31] - addrs[0] == 31 * width and np.array_equal(addrs - addrs[0], self._contiguous[width]):
-            first = int(addrs[0]) // self.line_bytes  # 32 consecutive accesses from a line boundary
-            lines = width * 32 // self.line_bytes
-            if lines:
-                return dict.fromkeys(range(first, first + lines), self.full_line_mask), lines * self.sectors_per_line
-        sectors = sector_list(addrs, width, mask, self.sector)
-        per_line = self.sectors_per_line
-        by_line: dict[int, int] = {}
-        for s in sectors:
-            line = s // per_line
-            by_line[line] = by_line.get(line, 0) | (1 << (s - line * per_line))
-        return by_line, len(sectors)
+    def _lines(self, addrs: np.ndarray, width: int, mask: int) -> tuple[list[tuple[int, int]], int]:
+        """([(line, mask of the sectors wanted in it)], number of sectors) for one warp-level access. The
+        pattern relative to the first lane's line is computed once per (width, mask, offset, deltas)."""
+        base = int(addrs[0])
+        line_bytes = self.line_bytes
+        base_line, offset = divmod(base, line_bytes)
+        key = (width, mask, offset, (addrs - base).tobytes())
+        pattern = self._line_memo.get(key)
+        if pattern is None:
+            if len(self._line_memo) > _MEMO_LIMIT:
+                self._line_memo.clear()
+            sectors = sector_list(addrs - (base - offset), width, mask, self.sector)
+            per_line = self.sectors_per_line
+            by_line: dict[int, int] = {}
+            for sec in sectors:
+                line = sec // per_line
+                by_line[line] = by_line.get(line, 0) | (1 << (sec - line * per_line))
+            pattern = self._line_memo[key] = (tuple(by_line.items()), len(sectors))
+        relative, count = pattern
+        return [(base_line + line, m) for line, m in relative], count
 
-    def _load(self, sm: int, by_line: dict[int, int], sectors: int, now: int) -> MemoryResult:
+    def _load(self, sm: int, by_line: list, sectors: int, now: int) -> MemoryResult:
         c = self.c
         c["ld_requests"] += 1
         if not sectors:
@@ -120,7 +124,7 @@ class MemoryHierarchy:
         ready, level = now + self.l1_cfg.hit_latency, L1
         hits = 0
         missing: list[tuple[int, int]] = []
-        for line, mask in by_line.items():
+        for line, mask in by_line:
             present = l1.probe(line, mask)
             if present == mask:
                 hits += mask.bit_count()
@@ -171,23 +175,23 @@ class MemoryHierarchy:
         self.c["mshr_stalls"] += 1
         return max(0, order[min(live - 1, live + needed - limit - 1)][0] - now)
 
-    def _store(self, sm: int, by_line: dict[int, int], sectors: int, now: int) -> MemoryResult:
+    def _store(self, sm: int, by_line: list, sectors: int, now: int) -> MemoryResult:
         c = self.c
         c["st_requests"] += 1
         c["st_sectors"] += sectors
         if not sectors:
             return MemoryResult(now + 1)
         done = now + 1
-        for line, mask in by_line.items():
+        for line, mask in by_line:
             t, _lvl = self._l2_access(line, mask, now, write=True)
             if t > done:
                 done = t
         return MemoryResult(done, len(by_line) - 1)
 
-    def _atomic(self, by_line: dict[int, int], now: int) -> MemoryResult:
+    def _atomic(self, by_line: list, now: int) -> MemoryResult:
         self.c["atom_requests"] += 1
         done = now + self.l2_cfg.hit_latency
-        for line, mask in by_line.items():
+        for line, mask in by_line:
             t, _lvl = self._l2_access(line, mask, now, write=True, atomic=True)
             if t > done:
                 done = t
