@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import heapq
 import itertools
 
 import simpy
@@ -14,6 +15,7 @@ from ..memory.hierarchy import MemoryHierarchy
 from ..workload.stream import BlockStreams
 from .dispatcher import Dispatcher, interleave_by_gpc
 from .sm import SM
+from .subpartition import INF
 from .timing import TimingTable
 
 
@@ -96,12 +98,27 @@ class GPU:
             self.end_cycle = now
         self.dispatcher.block_retired(sm, now)
 
+    def clock(self, env):
+        """The simpy process that drives the SMs: each SM says when it next has work (a warp can issue, a
+        result arrives, a block starts); SMs due at the same cycle run in the order they were scheduled, and
+        simulated time advances straight to the next such cycle. One process for all SMs keeps the event count
+        at the number of distinct busy cycles rather than one event per SM wake-up."""
+        order = itertools.count()
+        due = [(env.now, next(order), sm) for sm in self.sms if sm.arrivals]
+        heapq.heapify(due)
+        pop, push = heapq.heappop, heapq.heappush
+        while due:
+            t, _, sm = pop(due)
+            if t > env.now:
+                yield env.timeout(t - env.now)
+            nxt = sm.step(t)
+            if nxt != INF:
+                push(due, (nxt, next(order), sm))
+
     def run(self) -> int:
         """Simulate until the last block retires; return the kernel's cycle count."""
         self.dispatcher.start(self.env.now)
-        for sm in self.sms:
-            if sm.arrivals:
-                self.env.process(sm.process(self.env))
+        self.env.process(self.clock(self.env))
         # The engine makes millions of short-lived, acyclic objects; collecting cycles less often saves time.
         thresholds = gc.get_threshold()
         gc.set_threshold(100_000, 50, 100)

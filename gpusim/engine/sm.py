@@ -1,5 +1,5 @@
-"""A streaming multiprocessor: sub-partitions, resident blocks, warp slots, barriers; a simpy process that
-sleeps until its next cycle of interest."""
+"""A streaming multiprocessor: sub-partitions, resident blocks, warp slots, barriers. `step(now)` does one
+cycle's work and says when the SM next has any (the GPU's clock process sleeps it until then)."""
 
 from __future__ import annotations
 
@@ -109,12 +109,3 @@ class SM:
         if arrivals and arrivals[0][0] < nxt:
             nxt = arrivals[0][0]
         return nxt
-
-    def process(self, env):
-        step, timeout = self.step, env.timeout
-        while True:
-            now = env.now
-            nxt = step(now)
-            if nxt == INF:
-                return
-            yield timeout(nxt - now)

@@ -121,11 +121,12 @@ class MemoryHierarchy:
             return MemoryResult(now + self.l1_cfg.hit_latency)
         c["ld_sectors"] += sectors
         l1, mshr = self.l1[sm], self.mshr[sm]
+        probe = l1.probe
         ready, level = now + self.l1_cfg.hit_latency, L1
         hits = 0
         missing: list[tuple[int, int]] = []
         for line, mask in by_line:
-            present = l1.probe(line, mask)
+            present = probe(line, mask)
             if present == mask:
                 hits += mask.bit_count()
                 continue
@@ -246,7 +247,7 @@ class MemoryHierarchy:
     # --- shared memory -------------------------------------------------------------------------------------
     def _shared(self, inst, now: int) -> MemoryResult:
         info, mask, addrs = inst.info, inst.mask, inst.addrs
-        key = (info.width, mask, (addrs - addrs[0]).tobytes())
+        key = (info.width, mask, addrs.tobytes())  # shared addresses are per-block offsets: patterns repeat
         wf = self._bank_memo.get(key)
         if wf is None:
             if len(self._bank_memo) > _MEMO_LIMIT:
