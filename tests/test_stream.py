@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpusim.workload import kernel_mix, load_workload, warp_stream
+from gpusim.workload.stream import BlockStreams, mask_to_bool
 
 from .conftest import ROOT
 
@@ -198,3 +199,30 @@ def test_random_programs_stream_what_the_mix_predicts(tmp_path, program, threads
                      extra="buffers: {g: {bytes: 4096}, s: {space: shared, bytes: 4096}}\n")
     mix = kernel_mix(kernel)
     assert _stream_mix(kernel) == (+mix.warp_insts, +mix.thread_insts, +mix.bytes)
+
+
+def _inst_key(inst):
+    addrs = None if inst.addrs is None else inst.addrs[mask_to_bool(inst.mask)].tolist()
+    return (inst.op, inst.warp, inst.block, inst.pc, inst.mask, tuple(inst.dst), tuple(inst.src), addrs)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_shared_block_walker_yields_what_each_warp_walks_alone(name):
+    """BlockStreams walks a block once for all its warps where their control flow cannot differ; every
+    warp must still get exactly the instructions (masks, registers, active-lane addresses) it would alone."""
+    kernel = load_workload(ROOT / f"workloads/{name}.yaml", SMALL[name])
+    streams = BlockStreams(kernel)
+    for block in range(min(3, kernel.launch.nblocks)):
+        shared = [streams(block, w) for w in range(kernel.launch.warps_per_block)]
+        for w, stream in enumerate(shared):
+            alone = [_inst_key(i) for i in warp_stream(kernel, block, w)]
+            assert [_inst_key(i) for i in stream] == alone, (name, block, w)
+
+
+def test_shared_block_walker_is_used_where_it_can_be(tmp_path):
+    uniform = load_workload(ROOT / "workloads/gemm_tile128.yaml", {"M": 256, "N": 256, "K": 64})
+    assert BlockStreams(uniform).shared
+    per_warp = _kernel(tmp_path, '  - if: "warp == 1"\n    then: [{op: FMUL, dst: v}]\n', block=64)
+    assert not BlockStreams(per_warp).shared  # warps take different paths: each walks alone
+    partial = _kernel(tmp_path, "  - {op: FFMA, dst: v}\n", block=48)
+    assert not BlockStreams(partial).shared  # a partial last warp has its own mask
