@@ -13,6 +13,7 @@ them). Line numbers lead the line when the header says `-enable lineinfo = 1`.
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -38,8 +39,18 @@ class TraceInstruction(NamedTuple):
     addrs: np.ndarray | None  # 32 lanes (inactive lanes 0), for instructions with addresses
 
 
+_LANES: dict[int, list[int]] = {}
+_REGISTERS: dict[tuple, tuple[str, ...]] = {}
+_CACHE_LIMIT = 65536
+
+
 def active_lanes(mask: int) -> list[int]:
-    return [lane for lane in range(WARP_SIZE) if mask >> lane & 1]
+    lanes = _LANES.get(mask)
+    if lanes is None:
+        if len(_LANES) > _CACHE_LIMIT:
+            _LANES.clear()
+        lanes = _LANES[mask] = [lane for lane in range(WARP_SIZE) if mask >> lane & 1]
+    return lanes
 
 
 def decode_addresses(mode: int, fields: list[str], mask: int) -> tuple[np.ndarray, int]:
@@ -57,6 +68,8 @@ def decode_addresses(mode: int, fields: list[str], mask: int) -> tuple[np.ndarra
         if len(fields) < 2:
             raise LineError("address mode 1 needs a base address and a stride")
         base, stride = int(fields[0], 16), int(fields[1], 10)
+        if n == WARP_SIZE:
+            return base + stride * _LANE, 2
         if n:
             first = lanes[0]
             if lanes[-1] - first + 1 != n:
@@ -78,10 +91,16 @@ def decode_addresses(mode: int, fields: list[str], mask: int) -> tuple[np.ndarra
 def _registers(fields: list[str], count: int) -> tuple[str, ...]:
     if count < 0 or len(fields) != count:
         raise LineError(f"expected {count} register names, the line ends after {len(fields)}")
-    for name in fields:
-        if not (name[:1].isalpha() and name[-1:].isdigit() or name in ZERO_REGISTERS):
-            raise LineError(f"expected {count} register names, found '{name}' among them")
-    return tuple(name for name in fields if name not in ZERO_REGISTERS)
+    key = tuple(fields)
+    names = _REGISTERS.get(key)
+    if names is None:
+        for name in fields:
+            if not (name[:1].isalpha() and name[-1:].isdigit() or name in ZERO_REGISTERS):
+                raise LineError(f"expected {count} register names, found '{name}' among them")
+        if len(_REGISTERS) > _CACHE_LIMIT:
+            _REGISTERS.clear()
+        names = _REGISTERS[key] = tuple(sys.intern(name) for name in fields if name not in ZERO_REGISTERS)
+    return names
 
 
 def parse_instruction(line: str, version: int, lineinfo: bool) -> TraceInstruction:

@@ -19,6 +19,8 @@ from ..workload.stream import WarpInst
 from .format import LineError, parse_instruction
 from .reader import TraceError, TraceFile, TraceHeader
 
+PARSED_LIMIT = 65536  # distinct address-free instruction lines remembered
+
 
 def unknown_opcode(opcode: str) -> OpInfo:
     """The conservative default for an opcode no table knows: an integer-pipe instruction with its latency
@@ -82,6 +84,7 @@ class TraceStreams:
         self._pending: dict[int, list] = {}  # block -> per-warp lines not yet handed out
         self._handed: dict[int, int] = {}
         self._infos: dict[str, tuple[OpInfo, bool]] = {}
+        self._parsed: dict[str, object] = {}
         self.unknown: Counter = Counter()
         self.blocks_read = 0
 
@@ -117,12 +120,18 @@ class TraceStreams:
     def _stream(self, lines: list, gid: int, block: int) -> Iterator[WarpInst]:
         h = self.kernel.header
         version, lineinfo, source = h.tracer_version, h.lineinfo, self.kernel.source
-        info_of, unknown = self.info, self.unknown
+        info_of, unknown, parsed = self.info, self.unknown, self._parsed
         for number, text in lines:
-            try:
-                t = parse_instruction(text, version, lineinfo)
-            except LineError as exc:
-                raise TraceError(f"{source}:{number}: {exc}") from None
+            t = parsed.get(text)  # lines without addresses repeat across warps and blocks: parse each once
+            if t is None:
+                try:
+                    t = parse_instruction(text, version, lineinfo)
+                except LineError as exc:
+                    raise TraceError(f"{source}:{number}: {exc}") from None
+                if t.addrs is None:
+                    if len(parsed) > PARSED_LIMIT:
+                        parsed.clear()
+                    parsed[text] = t
             info, known = info_of(t.opcode)
             if not known:
                 unknown[info.opcode] += 1
