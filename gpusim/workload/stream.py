@@ -27,7 +27,9 @@ _BITS = np.arange(WARP_SIZE, dtype=np.uint64)
 
 
 class WarpInst:
-    """One warp-instruction: what the engine issues."""
+    """One warp-instruction: what the engine issues. `warp` is the issuing warp's global id; it is None on an
+    instruction without addresses that a block walker hands to every warp of its block as one shared object
+    (the engine knows which warp issues it; only per-lane local addresses need the id)."""
 
     __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "addrs")
 
@@ -384,17 +386,20 @@ class _BlockWalker(_WarpWalker):
         block = self.block
         if len(item) == 3 and isinstance(item[1], list):
             info, rows, addrs = item
-            for w, (queue, gid) in enumerate(zip(self.queues, self.warp_ids)):
-                if addrs is None:
-                    queue.extend(WarpInst(info, gid, block, pc, m, dst, src, None) for pc, m, dst, src in rows)
-                else:
+            if addrs is None:  # nothing per warp: one object serves every warp of the block
+                shared = [WarpInst(info, None, block, pc, m, dst, src, None) for pc, m, dst, src in rows]
+                for queue in self.queues:
+                    queue.extend(shared)
+            else:
+                for w, (queue, gid) in enumerate(zip(self.queues, self.warp_ids)):
                     lane_addrs = addrs[w]
                     queue.extend(WarpInst(info, gid, block, pc, m, dst, src, lane_addrs[j])
                                  for j, (pc, m, dst, src) in enumerate(rows))
         else:
             info, pc, mask = item
-            for queue, gid in zip(self.queues, self.warp_ids):
-                queue.append(WarpInst(info, gid, block, pc, mask, (), (), None))
+            inst = WarpInst(info, None, block, pc, mask, (), (), None)
+            for queue in self.queues:
+                queue.append(inst)
         return True
 
 
