@@ -122,14 +122,14 @@ class SubPartition:
             self.pipe_free[pipe] = now + timing.interval
         regs = warp.regs
         if timing.is_memory:
-            result = self.memory.access(self.sm.index, inst, now)
-            if result.extra_pipe_cycles:
-                self.pipe_free[pipe] += result.extra_pipe_cycles
+            ready_at, extra = self.memory.access(self.sm.index, inst, now)  # a MemoryResult or a plain pair
+            if extra:
+                self.pipe_free[pipe] += extra
             if info.is_store or info.is_atomic:
-                if result.ready_at > warp.store_done:
-                    warp.store_done = result.ready_at
+                if ready_at > warp.store_done:
+                    warp.store_done = ready_at
             if inst.dst:
-                entry = (result.ready_at, timing.board)
+                entry = (ready_at, timing.board)
                 for name in inst.dst:
                     regs[name] = entry
         elif inst.dst and timing.board != NONE:

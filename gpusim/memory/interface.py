@@ -15,6 +15,8 @@ from ..arch import ArchSpec
 
 
 class MemoryResult(NamedTuple):
+    """What `access` answers; a model may return any (ready_at, extra_pipe_cycles) pair (the engine unpacks it)."""
+
     ready_at: int  # cycle the loaded registers are written (or the store/atomic completes)
     extra_pipe_cycles: int = 0  # beyond the pipe's base issue interval
 
