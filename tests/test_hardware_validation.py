@@ -62,3 +62,5 @@ def test_arch_file_latencies_are_the_measured_ones(runs):
     assert spec.memory.dram.latency == pytest.approx(sum(c["dram"]["cycles_per_hop"] for c in chase) / 2, abs=5)
     assert spec.pipelines.fp32.latency == round(runs[0]["ffma_dependent_latency_cycles"])
     assert spec.pipelines.tensor.latency == round(runs[0]["hmma_16816_f32_dependent_latency_cycles"])
+    measured = sum(r["hmma_16816_flop_per_clock_per_sm"] for r in runs) / len(runs)
+    assert spec.sm.sub_partitions * spec.pipelines.tensor.warp_mma_rate == pytest.approx(measured, rel=0.01)

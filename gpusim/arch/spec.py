@@ -131,6 +131,16 @@ class Pipeline:
 class TensorPipeline:
     dense_fp16_flops_per_clock: int = _field("dense FP16 FLOP (FMA = 2) per clock per sub-partition", "FLOP/clk")
     latency: int = _field("dependent-issue latency of one warp-level MMA", "cycles")
+    warp_mma_flops_per_clock: int | None = _field(
+        "dense FP16 FLOP per clock per sub-partition that warp-level MMA (mma.sync: HMMA, IMMA) reaches, where "
+        "it is below the peak (Hopper and later reach the peak only with warpgroup / tcgen05 MMA); "
+        "default: dense_fp16_flops_per_clock", "FLOP/clk",
+        validator=v.optional(_positive), default=None)
+
+    @property
+    def warp_mma_rate(self) -> int:
+        """FLOP per clock per sub-partition for warp-level MMA."""
+        return self.warp_mma_flops_per_clock or self.dense_fp16_flops_per_clock
 
 
 @attrs.frozen

@@ -17,6 +17,8 @@ from ..workload.opcodes import (BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, 
 WAIT, SHORT, LONG, NONE = "wait", "short_scoreboard", "long_scoreboard", "none"
 MATH_THROTTLE, MIO_THROTTLE, LG_THROTTLE = "math_pipe_throttle", "mio_throttle", "lg_throttle"
 HMMA_16816_FLOPS = 2 * 16 * 8 * 16  # the shape assumed for a tensor opcode that names none
+# Warpgroup (Hopper wgmma) and tcgen05 (Blackwell) MMA: the only paths to the tensor peak on those parts
+WARPGROUP_MMA = frozenset({"HGMMA", "IGMMA", "QGMMA", "BGMMA", "UTCHMMA", "UTCQMMA", "UTCIMMA", "UTCOMMA", "UTCBMMA"})
 PIPES = (None, FP32, INT32, FP64, SFU, TENSOR, "lsu_global", "lsu_shared")  # None: the issue slot only
 
 
@@ -63,7 +65,8 @@ class TimingTable:
             return make(INT32, self._interval(p.int32.lanes), p.int32.latency, WAIT, MATH_THROTTLE)
         if cls == TENSOR:
             flops = info.mma_flops or HMMA_16816_FLOPS
-            interval = max(1, math.ceil(flops / p.tensor.dense_fp16_flops_per_clock))
+            rate = p.tensor.dense_fp16_flops_per_clock if info.base in WARPGROUP_MMA else p.tensor.warp_mma_rate
+            interval = max(1, math.ceil(flops / rate))
             return make(TENSOR, interval, p.tensor.latency, WAIT, MATH_THROTTLE)
         if cls in (LDST_GLOBAL, LDST_LOCAL):
             return make("lsu_global", self._interval(p.ldst.lanes), mem.l1.hit_latency, LONG, LG_THROTTLE,
