@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -35,6 +36,25 @@ __global__ void vectorAddTimed(const float* A, const float* B, float* C, int n, 
         __threadfence();
         start[blockIdx.x] = t0;
         end[blockIdx.x] = globaltimer();
+    }
+}
+
+__global__ void vectorAddBlocks(const float* A, const float* B, float* C, int n, unsigned long long* start,
+                                unsigned long long* end, long long* cycles, unsigned* smid) {
+    unsigned long long t0 = globaltimer();
+    long long c0 = clock64();
+    int i = blockDim.x * blockIdx.x + threadIdx.x;
+    if (i < n) C[i] = A[i] + B[i] + 0.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        long long c1 = clock64();
+        unsigned id;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+        start[blockIdx.x] = t0;
+        end[blockIdx.x] = globaltimer();
+        cycles[blockIdx.x] = c1 - c0;
+        smid[blockIdx.x] = id;
     }
 }
 
@@ -106,6 +126,36 @@ int main() {
         return median(ns);
     };
     float cold_span = span(true), warm_span = span(false);
+
+    // per block, one cold launch and one warm launch: when each block started after the first one (dispatch),
+    // how long it ran (ns and SM cycles), and the SM clock those imply
+    long long* cyc;
+    unsigned* sm;
+    CHECK(cudaMalloc(&cyc, blocks * 8)); CHECK(cudaMalloc(&sm, blocks * 4));
+    std::string detail;
+    for (int cold = 1; cold >= 0; --cold) {
+        std::vector<unsigned long long> s(blocks), e(blocks);
+        std::vector<long long> c(blocks);
+        std::vector<unsigned> ids(blocks);
+        for (int r = 0; r < 3; ++r) {
+            if (cold) CHECK(cudaMemset(flush, r & 0xff, flush_bytes));
+            vectorAddBlocks<<<blocks, threads>>>(A, B, C, n, start, end, cyc, sm);
+            CHECK(cudaDeviceSynchronize());
+        }
+        CHECK(cudaMemcpy(s.data(), start, blocks * 8, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(e.data(), end, blocks * 8, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(c.data(), cyc, blocks * 8, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(ids.data(), sm, blocks * 4, cudaMemcpyDeviceToHost));
+        unsigned long long first = *std::min_element(s.begin(), s.end());
+        char buf[256];
+        detail += std::string(detail.empty() ? "" : ",\n") + (cold ? "    \"cold_l2\": [" : "    \"warm_l2\": [");
+        for (int b = 0; b < blocks; ++b) {
+            std::snprintf(buf, sizeof buf, "%s[%u, %llu, %llu, %lld]", b ? ", " : "", ids[b], s[b] - first,
+                          e[b] - s[b], c[b]);
+            detail += buf;
+        }
+        detail += "]";
+    }
     timerResolution<<<1, 1>>>(res);
     unsigned long long resolution;
     CHECK(cudaMemcpy(&resolution, res, 8, cudaMemcpyDeviceToHost));
@@ -117,8 +167,11 @@ int main() {
                 "  \"blocks\": %d,\n  \"threads_per_block\": %d,\n  \"correct\": %s,\n"
                 "  \"event_us_cold_l2\": %.3f,\n  \"event_us_warm_l2\": %.3f,\n  \"event_us_empty_kernel\": %.3f,\n"
                 "  \"globaltimer_span_ns_cold_l2\": %.0f,\n  \"globaltimer_span_ns_warm_l2\": %.0f,\n"
-                "  \"globaltimer_resolution_ns\": %llu\n}\n",
+                "  \"globaltimer_resolution_ns\": %llu,\n"
+                "  \"per_block_columns\": [\"smid\", \"start_ns_after_first\", \"duration_ns\", \"duration_sm_cycles\"],\n"
+                "  \"per_block\": {\n%s\n  }\n}\n",
                 prop.name, prop.multiProcessorCount, clock_khz / 1000.0, n, blocks, threads,
-                correct ? "true" : "false", cold_us, warm_us, empty_us, cold_span, warm_span, resolution);
+                correct ? "true" : "false", cold_us, warm_us, empty_us, cold_span, warm_span, resolution,
+                detail.c_str());
     return 0;
 }
