@@ -122,7 +122,7 @@ def _run_command_list(path: Path, spec, **options) -> RunResult:
     for command in commands:
         if command.kernel is None:
             notes.append(f"{path}:{command.line}: {command.text.split(',')[0]} skipped "
-                            f"(host-device copies are not simulated)")
+                         f"(host-device copies are not simulated)")
             continue
         result = _run_kernel(load_trace(command.kernel), spec, **options)
         results.append(result)
@@ -140,6 +140,6 @@ def _run_command_list(path: Path, spec, **options) -> RunResult:
         records.append(record)
     return RunResult(kernel=str(path), arch=spec.name, scheduler=options["scheduler"], simt=options["simt"],
                      seed=options["seed"], params={}, launch={"kernels": len(results)},
-                     metrics=combine_metrics([r.metrics for r in results], spec),
+                     metrics=combine_metrics([r.metrics for r in results]),
                      wall_seconds=time.perf_counter() - started, warnings=warnings, notes=notes,
                      unknown_opcodes=dict(sorted(unknown.items(), key=lambda kv: (-kv[1], kv[0]))), kernels=records)

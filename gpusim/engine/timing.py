@@ -11,14 +11,12 @@ import attrs
 
 from ..arch import ArchSpec
 from ..workload.opcodes import (BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, LDST_GLOBAL, LDST_LOCAL, LDST_SHARED,
-                                MISC, SFU, TENSOR, OpInfo)
+                                MISC, SFU, TENSOR, WARPGROUP_MMA, OpInfo)
 
 # Scoreboards (what a dependent instruction waits on) and the stall reason each produces.
 WAIT, SHORT, LONG, NONE = "wait", "short_scoreboard", "long_scoreboard", "none"
 MATH_THROTTLE, MIO_THROTTLE, LG_THROTTLE = "math_pipe_throttle", "mio_throttle", "lg_throttle"
 HMMA_16816_FLOPS = 2 * 16 * 8 * 16  # the shape assumed for a tensor opcode that names none
-# Warpgroup (Hopper wgmma) and tcgen05 (Blackwell) MMA: the only paths to the tensor peak on those parts
-WARPGROUP_MMA = frozenset({"HGMMA", "IGMMA", "QGMMA", "BGMMA", "UTCHMMA", "UTCQMMA", "UTCIMMA", "UTCOMMA", "UTCBMMA"})
 PIPES = (None, FP32, INT32, FP64, SFU, TENSOR, "lsu_global", "lsu_shared")  # None: the issue slot only
 
 

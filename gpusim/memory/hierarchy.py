@@ -27,7 +27,6 @@ from .cache import SectoredCache
 from .interface import MemoryResult
 
 L1, L2, DRAM = 0, 1, 2
-FULL = 0xFFFFFFFF
 LOCAL_BASE = 1 << 44  # where per-thread local memory is mapped (interleaved by lane, as the hardware does)
 LOCAL_REGION = 1 << 24  # bytes of local memory address space per warp
 _MEMO_LIMIT = 65536

@@ -77,7 +77,7 @@ _ADDITIVE = {"gpu_sim_cycle", "gpu_sim_insn", "gpc__cycles_elapsed.max", "gpu__t
              "gpgpu_n_shmem_bkconflict", "gpusim__mshr_full_events", "gpusim__memory_insts_without_addresses"}
 
 
-def combine_metrics(per_kernel: list[dict], spec) -> dict:
+def combine_metrics(per_kernel: list[dict]) -> dict:
     """Totals for kernels run one after another: counts and cycles add up; the rates that follow from totals
     (IPC, stall cycles per issue, DRAM bandwidth) are recomputed. Per-kernel ratios (occupancy, hit rates) are
     not averaged here: they stay in each kernel's own record."""

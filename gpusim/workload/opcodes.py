@@ -74,6 +74,11 @@ _INTRODUCED: dict[str, dict[str, str]] = {
 }
 
 
+# Warpgroup (Hopper wgmma) and tcgen05 (Blackwell) MMA, on those parts the only paths to the tensor peak
+# (OMMA and QMMA, sm_120's, are warp-level)
+WARPGROUP_MMA = frozenset({"HGMMA", "IGMMA", "QGMMA", "BGMMA", "UTCHMMA", "UTCQMMA", "UTCIMMA", "UTCOMMA", "UTCBMMA"})
+
+
 def _tables() -> dict[str | None, dict[str, str]]:
     tables: dict[str | None, dict[str, str]] = {}
     running: dict[str, str] = {}
