@@ -293,6 +293,10 @@ def test_command_list_of_two_kernels_adds_them_up(tmp_path):
     assert m["gpu__inst_executed_per_cycle"] == pytest.approx(m["smsp__inst_executed.sum"] / m["gpu_sim_cycle"])
     reasons = sum(v for k, v in m.items() if k.startswith("smsp__average_warps_issue_stalled_"))
     assert reasons == pytest.approx(m["smsp__average_warp_latency_per_inst_issued.ratio"])
+    p = run_cli("run", str(tmp_path / "kernelslist.g"), "--arch", "a100")  # the readable report: a row each
+    assert p.returncode == 0, p.stderr
+    assert "first" in p.stdout and "second" in p.stdout and "total" in p.stdout
+    assert f"{m['gpu_sim_cycle']:,}" in p.stdout
 
 
 # --- the address encodings -------------------------------------------------------------------------------------

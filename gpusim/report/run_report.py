@@ -8,7 +8,32 @@ from rich.table import Table
 from ..stats.counters import REASONS
 
 
+def print_command_list(result) -> None:
+    """A command list's kernels, one row each, and their totals."""
+    console = Console(width=140)
+    table = Table(title=f"{result.kernel} on {result.arch}: {len(result.kernels)} kernels, run one after another")
+    for col in ("kernel", "grid x block", "cycles", "warp-inst", "thread-inst", "IPC/SM", "occupancy", "DRAM bytes",
+                "L2 hit"):
+        table.add_column(col, justify="left" if col in ("kernel", "grid x block") else "right")
+    for k in result.kernels:
+        km, launch = k["metrics"], k["launch"]
+        table.add_row(k["kernel"][:40], f"{launch['grid']} x {launch['block']}", f"{km['gpu_sim_cycle']:,}",
+                      f"{km['smsp__inst_executed.sum']:,}", f"{km['smsp__thread_inst_executed.sum']:,}",
+                      f"{km['sm__inst_executed.avg.per_cycle_active']:.3f}",
+                      f"{km['sm__warps_active.avg.pct_of_peak_sustained_active']:.1f}%",
+                      f"{km.get('dram__bytes.sum', 0):,}", f"{km.get('lts__t_sector_hit_rate.pct', 0.0):.1f}%")
+    m = result.metrics
+    table.add_row("total", "", f"{m['gpu_sim_cycle']:,}", f"{m['smsp__inst_executed.sum']:,}",
+                  f"{m['smsp__thread_inst_executed.sum']:,}", "", "", f"{m.get('dram__bytes.sum', 0):,}", "")
+    console.print(table)
+    console.print(f"simulated in {result.wall_seconds:.2f} s: "
+                  f"{m['smsp__inst_executed.sum'] / max(result.wall_seconds, 1e-9):,.0f} warp-instructions/s")
+
+
 def print_run(result) -> None:
+    if result.kernels:
+        print_command_list(result)
+        return
     m = result.metrics
     console = Console(width=120)
     launch = result.launch
