@@ -109,8 +109,9 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer) -
         stream_factory.finish()
         unknown = dict(sorted(stream_factory.unknown.items(), key=lambda kv: (-kv[1], kv[0])))
     metrics = kernel_metrics(gpu, cycles)
-    return RunResult(kernel=kernel.name, arch=spec.name, scheduler=scheduler, simt=simt, seed=seed,
-                     params=dict(kernel.params), launch=_launch_record(kernel), metrics=metrics,
+    return RunResult(kernel=kernel.name, arch=spec.name, scheduler=scheduler,
+                     simt="trace" if traced else simt,  # a trace replays the order its warps executed
+                     seed=seed, params=dict(kernel.params), launch=_launch_record(kernel), metrics=metrics,
                      wall_seconds=time.perf_counter() - started, warnings=warnings, unknown_opcodes=unknown)
 
 

@@ -58,6 +58,7 @@ def test_vectoradd_counts_match_the_trace(arch):
     assert any("MemcpyHtoD" in n for n in result.notes)
     assert bool(result.warnings) == (arch != "a100")  # sm_80 binary: a warning on h100 only
     assert result.unknown_opcodes == {}
+    assert result.simt == "trace"  # the record says the order came from the trace, not a SIMT model
 
 
 @needs_vectoradd

@@ -37,8 +37,9 @@ def print_run(result) -> None:
     m = result.metrics
     console = Console(width=120)
     launch = result.launch
+    simt = "replaying the trace's order" if result.simt == "trace" else f"SIMT {result.simt}"
     console.print(f"[bold]{result.kernel}[/bold] on {result.arch} ({m['launch__sm_count']} SMs), scheduler "
-                  f"{result.scheduler}, SIMT {result.simt}: grid {launch['grid']} x block {launch['block']}, "
+                  f"{result.scheduler}, {simt}: grid {launch['grid']} x block {launch['block']}, "
                   f"{launch['registers_per_thread']} regs, {launch['shared_memory_bytes'] + launch['dynamic_shared_memory_bytes']} B shared")
     summary = Table(show_header=False, title="summary")
     summary.add_column("metric")
