@@ -448,3 +448,22 @@ def test_random_traces_round_trip_through_reader_and_engine(tmp_path_factory, wa
     m = run(kernel, "h100").metrics
     assert m["smsp__inst_executed.sum"] == grid * sum(len(e) for _, e in warps)
     assert m["smsp__thread_inst_executed.sum"] == grid * sum(mask.bit_count() for _, e in warps for mask, _ in e)
+
+
+@pytest.mark.parametrize("version,lineinfo", [(4, False), (5, True), (6, False)])
+def test_tracer_versions_and_line_numbers(tmp_path, version, lineinfo):
+    """Version 4 lines end after the addresses; 5 adds an immediate, 6 a second one; with -enable lineinfo = 1
+    every line starts with its source line number. All read to the same instructions."""
+    tail = {4: "", 5: " 0", 6: " 0 0"}[version]
+    lines = [f"0000 ffffffff 1 R2 FFMA 3 R2 R3 R4 0{tail}", f"0010 0000ffff 1 R4 LDG.E 1 R2 4 1 0x1000 4{tail}",
+             f"0020 ffffffff 0 EXIT 0 0{tail}"]
+    if lineinfo:
+        lines = [f"{40 + i} {line}" for i, line in enumerate(lines)]
+    path = write_trace(tmp_path / "k.traceg", [lines])
+    text = path.read_text().replace("-accelsim tracer version = 5", f"-accelsim tracer version = {version}")
+    path.write_text(text.replace("-enable lineinfo = 0", f"-enable lineinfo = {int(lineinfo)}"))
+    insts = list(TraceStreams(load_trace(path))(0, 0))
+    assert [(i.op, i.pc, i.mask) for i in insts] == [("FFMA", 0, 0xFFFFFFFF), ("LDG.E", 0x10, 0xFFFF),
+                                                     ("EXIT", 0x20, 0xFFFFFFFF)]
+    assert [int(a) for a in insts[1].active_addresses()] == [0x1000 + 4 * lane for lane in range(16)]
+    assert run(path, "a100").metrics["smsp__inst_executed.sum"] == 3
