@@ -11,8 +11,9 @@ import bisect
 import heapq
 import itertools
 
-from .timing import LONG, NONE, PIPES, WAIT
+from .timing import LONG, NONE, PIPES
 from .scheduler import age as _age
+from .warp import operands_ready
 
 INF = float("inf")
 NOT_SELECTED = "not_selected"
@@ -157,15 +158,7 @@ class SubPartition:
             warp.reason = "barrier"
             self.sm.barrier_arrive(warp, now)
             return
-        ready_at, board = nxt, WAIT  # operands_ready(regs, following, nxt), inlined: this runs per instruction
-        for name in following.src:
-            entry = regs.get(name)
-            if entry is not None and entry[0] > ready_at:
-                ready_at, board = entry
-        for name in following.dst:
-            entry = regs.get(name)
-            if entry is not None and entry[0] > ready_at:
-                ready_at, board = entry
+        ready_at, board = operands_ready(regs, following, nxt)
         if timing.is_branch:
             resolved = now + timing.latency
             if resolved >= ready_at:
