@@ -179,3 +179,20 @@ def test_archs_table_prints_every_part():
     proc = run_cli("archs")
     assert proc.returncode == 0
     assert all(name in proc.stdout for name in ARCH_NAMES) and "989.4" in proc.stdout
+
+
+@pytest.mark.parametrize("value, expected", [
+    (0, "positive"), (-683, "positive"), ("fast", "expected an integer"), (682.5, "expected an integer"),
+])
+def test_bad_warp_mma_rate_is_named(value, expected):
+    data = _h100_data()
+    data["pipelines"]["tensor"]["warp_mma_flops_per_clock"] = value
+    msg = _error(data)
+    assert "warp_mma_flops_per_clock" in msg and expected in msg, msg
+
+
+def test_warp_mma_rate_defaults_to_the_dense_peak():
+    data = _h100_data()
+    del data["pipelines"]["tensor"]["warp_mma_flops_per_clock"]
+    tensor = parse_arch(data, "custom.yaml").pipelines.tensor
+    assert tensor.warp_mma_flops_per_clock is None and tensor.warp_mma_rate == tensor.dense_fp16_flops_per_clock
