@@ -53,12 +53,10 @@ class MemoryHierarchy:
                    for _ in range(mem.l2.slices)]
         self.slice_free = [0.0] * mem.l2.slices
         self.slice_rate = mem.l2.bandwidth_bytes_per_clock / mem.l2.slices  # bytes per core clock
-        self.nslices = mem.l2.slices
         dram_bytes_per_clock = mem.dram.bandwidth_gbs * 1e9 / (spec.clocks.core_mhz * 1e6)
         self.channel_free = [0.0] * mem.dram.channels
         self.channel_rate = dram_bytes_per_clock / mem.dram.channels
         self.banks, self.bank_width = spec.shared_memory.banks, spec.shared_memory.bank_width_bytes
-        self.shared_latency = mem.l1.shared_latency
         self.clock_hz = spec.clocks.core_mhz * 1e6
         self._bank_memo: dict = {}
         self._line_memo: dict = {}
@@ -203,8 +201,8 @@ class MemoryHierarchy:
     def _l2_access(self, line: int, mask: int, now: int, write: bool, atomic: bool = False):
         """Serve the masked sectors of one line at its L2 slice; return (cycle the data is back, level)."""
         c = self.c
-        h = line ^ (line >> 7) ^ (line >> 13)  # _hash(line), inlined: this runs per line of every access
-        index = h % self.nslices
+        h = _hash(line)
+        index = h % len(self.l2)
         cache = self.l2[index]
         count = mask.bit_count()
         free = self.slice_free[index]
@@ -246,35 +244,24 @@ class MemoryHierarchy:
         self.c["dram_write"] += nbytes
 
     # --- shared memory -------------------------------------------------------------------------------------
-    def _shared(self, inst, now: int) -> tuple[int, int]:
-        """Wavefronts for the access pattern (memoised, with a use count: the counters are summed from the
-        memo when metrics are read, so a repeated pattern costs one lookup)."""
+    def _shared(self, inst, now: int) -> MemoryResult:
         info, mask, addrs = inst.info, inst.mask, inst.addrs
-        key = (info.width, info.is_store, mask, addrs.tobytes())  # shared addresses are per-block offsets
-        entry = self._bank_memo.get(key)
-        if entry is None:
+        key = (info.width, mask, addrs.tobytes())  # shared addresses are per-block offsets: patterns repeat
+        wf = self._bank_memo.get(key)
+        if wf is None:
             if len(self._bank_memo) > _MEMO_LIMIT:
-                self._fold_shared()
-            waves = wavefronts(addrs, info.width, mask, self.banks, self.bank_width)
-            ideal = ideal_wavefronts(info.width, mask, self.banks, self.bank_width)
-            # [extra data cycles, extra pipe cycles, wavefronts, conflicts, is store, uses]
-            entry = self._bank_memo[key] = [max(0, waves - 1), max(0, waves - ideal), waves, waves - ideal,
-                                            info.is_store, 0]
-        entry[5] += 1
-        return now + self.shared_latency + entry[0], entry[1]
-
-    def _fold_shared(self) -> None:
-        """Move the memo's use counts into the counters and empty it."""
+                self._bank_memo.clear()
+            wf = self._bank_memo[key] = (wavefronts(addrs, info.width, mask, self.banks, self.bank_width),
+                                         ideal_wavefronts(info.width, mask, self.banks, self.bank_width))
+        waves, ideal = wf
         c = self.c
-        for _extra, _pipe, waves, conflicts, is_store, uses in self._bank_memo.values():
-            c["smem_requests"] += uses
-            c["smem_wavefronts"] += waves * uses
-            c["smem_conflicts_st" if is_store else "smem_conflicts_ld"] += conflicts * uses
-        self._bank_memo.clear()
+        c["smem_requests"] += 1
+        c["smem_wavefronts"] += waves
+        c["smem_conflicts_st" if info.is_store else "smem_conflicts_ld"] += waves - ideal
+        return MemoryResult(now + self.l1_cfg.shared_latency + max(0, waves - 1), max(0, waves - ideal))
 
     # --- metrics -------------------------------------------------------------------------------------------
     def metrics(self, cycles: int) -> dict:
-        self._fold_shared()
         c = self.c
         # write-backs queued near the end can finish after the last warp: measure bandwidth over DRAM's busy window
         window = max([cycles] + self.channel_free)
