@@ -55,13 +55,18 @@ def _launch_record(kernel) -> dict:
             "dynamic_shared_memory_bytes": launch.dynamic_shared_memory_bytes}
 
 
+def reject_trace_params(workload, params: dict | None) -> None:
+    """A trace is a recorded kernel: `--set` has nothing to set."""
+    if params:
+        raise GpusimError(f"{workload}: --set {next(iter(params))}: a trace has no parameters to set")
+
+
 def load_kernel(workload, params: dict | None = None, seed: int = 0):
     """A YAML workload (Kernel) or a one-kernel trace (TraceKernel) from a path."""
     if isinstance(workload, (Kernel, TraceKernel)):
         return workload
     if is_trace(workload):
-        if params:
-            raise GpusimError(f"{workload}: --set {next(iter(params))}: a trace has no parameters to set")
+        reject_trace_params(workload, params)
         return load_trace(workload)
     return load_workload(workload, params or {}, seed=seed)
 
@@ -76,8 +81,7 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
     spec = load_arch(arch)
     options = dict(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, observer=observer)
     if isinstance(workload, (str, Path)) and is_command_list(workload):
-        if params:
-            raise GpusimError(f"{workload}: --set {next(iter(params))}: a trace has no parameters to set")
+        reject_trace_params(workload, params)
         return _run_command_list(Path(workload), spec, **options)
     return _run_kernel(load_kernel(workload, params, seed), spec, **options)
 

@@ -133,6 +133,7 @@ def _cmd_occupancy(args) -> int:
 
 
 def _cmd_workload(args) -> int:
+    from .api import reject_trace_params
     from .report.workload_show import mix_record, print_show, trace_facts
     from .trace import is_command_list, is_trace, load_trace, read_command_list
     from .trace.mix import trace_mix
@@ -140,8 +141,7 @@ def _cmd_workload(args) -> int:
 
     path = args.workload
     if is_command_list(path) or is_trace(path):
-        if args.set:
-            raise GpusimError(f"{path}: --set: a trace has no parameters to set")
+        reject_trace_params(path, parse_overrides(args.set))
         paths = [c.kernel for c in read_command_list(path) if c.kernel] if is_command_list(path) else [path]
         records = []
         for kernel_path in paths:
