@@ -18,7 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-WARP_SIZE = 32
+from ..workload.kernel import WARP_SIZE
+
 LIST_ALL, BASE_STRIDE, BASE_DELTA = 0, 1, 2
 ZERO_REGISTERS = frozenset({"R255", "RZ", "UR63", "URZ", "PT", "UPT", "P7", "UP7"})  # never written, never waited on
 _LANE = np.arange(WARP_SIZE, dtype=np.int64)

@@ -65,9 +65,7 @@ def load_trace(path: str | Path) -> TraceKernel:
     trace = TraceFile(path)
     trace.close()
     h = trace.header
-    launch = Launch(grid=h.grid, block=h.block, registers_per_thread=h.registers_per_thread,
-                    shared_memory_bytes=h.shared_memory_bytes, dynamic_shared_memory_bytes=0)
-    return TraceKernel(name=h.kernel_name, source=str(path), header=h, launch=launch,
+    return TraceKernel(name=h.kernel_name, source=str(path), header=h, launch=trace.launch,
                        family=family_of(h.binary_version),
                        description=f"NVBit trace (Accel-Sim format v{h.tracer_version}), kernel id {h.kernel_id}, "
                                    f"sm_{h.binary_version} binary")

@@ -16,6 +16,7 @@ from typing import Iterator
 import attrs
 
 from ..errors import GpusimError
+from ..workload.kernel import Launch
 
 SUPPORTED_VERSIONS = (4, 5, 6)
 _DIM = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$")
@@ -153,8 +154,10 @@ class TraceFile:
         self._lines = _Lines(self.path)
         self.header = read_header(self._lines)
         h = self.header
-        self.nblocks = h.grid[0] * h.grid[1] * h.grid[2]
-        self.warps_per_block = -(-(h.block[0] * h.block[1] * h.block[2]) // 32)
+        self.launch = Launch(grid=h.grid, block=h.block, registers_per_thread=h.registers_per_thread,
+                             shared_memory_bytes=h.shared_memory_bytes, dynamic_shared_memory_bytes=0)
+        self.nblocks = self.launch.nblocks
+        self.warps_per_block = self.launch.warps_per_block
 
     def close(self) -> None:
         self._lines.close()
