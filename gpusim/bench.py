@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import native
 from .api import run
 from .arch import load_arch
 
@@ -33,7 +34,7 @@ def bench(arch: str = "h100", repeat: int = 1, memory: str = "hierarchy") -> lis
         m, wall = best.metrics, best.wall_seconds
         cycles_per_second = m["gpu_sim_cycle"] / wall
         rows.append({
-            "workload": name, "arch": spec.name, "sms": sms, "params": params, "memory": memory,
+            "workload": name, "arch": spec.name, "sms": sms, "params": params, "memory": memory, "engine": native.mode,
             "warp_instructions": m["smsp__inst_executed.sum"], "cycles": m["gpu_sim_cycle"],
             "wall_seconds": round(wall, 3),
             "warp_instructions_per_second": round(m["smsp__inst_executed.sum"] / wall),

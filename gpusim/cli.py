@@ -204,7 +204,9 @@ def _cmd_bench(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"gpusim simulation speed (one process, {args.memory} memory)")
+    from . import native
+
+    table = Table(title=f"gpusim simulation speed (one process, {args.memory} memory, {native.mode} engine)")
     for col in ("workload", "SMs", "warp-inst", "cycles", "wall s", "warp-inst/s", "thread-inst/s", "cycles/s",
                 "slowdown"):
         table.add_column(col, justify="left" if col == "workload" else "right")

@@ -117,7 +117,7 @@ class GPU:
 
     def run(self) -> int:
         """Simulate until the last block retires; return the kernel's cycle count."""
-        self.dispatcher.start(self.env.now)
+        self.dispatcher.start(int(self.env.now))
         self.env.process(self.clock(self.env))
         # The engine makes millions of short-lived, acyclic objects; collecting cycles less often saves time.
         thresholds = gc.get_threshold()

@@ -4,6 +4,7 @@ cycle's work and says when the SM next has any (the GPU's clock process sleeps i
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 from ..stats import SMCounters
 from .scheduler import make_policy
@@ -24,7 +25,8 @@ class Block:
 
 
 class SM:
-    def __init__(self, gpu, index: int, name: str, spec, timing, memory, scheduler: str, observer=None):
+    def __init__(self, gpu: Any, index: int, name: str, spec: Any, timing: Any, memory: Any, scheduler: str,
+                 observer: Any = None):
         self.gpu = gpu
         self.index = index
         self.name = name
@@ -59,7 +61,7 @@ class SM:
         for warp in block.warps:
             warp.sp.add_warp(warp, now)
 
-    def retire_warp(self, warp, now: int) -> None:
+    def retire_warp(self, warp: Warp, now: int) -> None:
         if warp.finished:
             return
         warp.finished = True
@@ -78,11 +80,11 @@ class SM:
             self.gpu.block_retired(self, now)
 
     # --- barriers ------------------------------------------------------------------------------------------
-    def barrier_arrive(self, warp, now: int) -> None:
+    def barrier_arrive(self, warp: Warp, now: int) -> None:
         warp.block.arrived.append(warp)
         self.release_barrier_if_complete(warp.block, now)
 
-    def release_barrier_if_complete(self, block, now: int) -> None:
+    def release_barrier_if_complete(self, block: Block, now: int) -> None:
         """Exited warps do not count: the barrier opens when every live warp has arrived."""
         if len(block.arrived) < block.live:
             return
@@ -93,7 +95,7 @@ class SM:
         block.arrived = []
 
     # --- time ----------------------------------------------------------------------------------------------
-    def step(self, now: int) -> float:
+    def step(self, now: int) -> int:
         arrivals = self.arrivals
         while arrivals and arrivals[0][0] <= now:
             start, block_index = heapq.heappop(arrivals)

@@ -10,33 +10,39 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+from typing import Any
 
-from .timing import LONG, NONE, PIPES
-from .scheduler import age as _age
-from .warp import operands_ready
+from ..stats.counters import SMCounters
+from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
+from .warp import Warp, operands_ready
 
-INF = float("inf")
+def _age(warp: Warp) -> int:
+    """Sort key of the ready list: launch order (smaller = older)."""
+    return warp.age
+
+
+INF = 1 << 62  # "never": an int, so that every cycle time in the engine stays an int
 NOT_SELECTED = "not_selected"
 _seq = itertools.count()  # heap tie-breaker: insertion order, deterministic
 
 
 class SubPartition:
-    def __init__(self, sm, index: int, policy, timing, counters, memory):
+    def __init__(self, sm: Any, index: int, policy: Any, timing: TimingTable, counters: SMCounters, memory: Any):
         self.sm = sm
         self.index = index
         self.policy = policy
         self.timing = timing
         self.counters = counters
         self.memory = memory
-        self.ready: list = []
-        self.heap: list = []
-        self.pipe_free: dict = dict.fromkeys(PIPES, 0)  # pipe -> first cycle it is free; None: no pipe
-        self.next_at = INF
-        self.timing_cache = timing.cache
-        self.observer = sm.observer
+        self.ready: list[Warp] = []  # oldest first
+        self.heap: list[tuple[int, int, Warp, bool]] = []  # (wake-up cycle, tie-breaker, warp, retire)
+        self.pipe_free: dict[str | None, int] = dict.fromkeys(PIPES, 0)  # pipe -> first free cycle; None: no pipe
+        self.next_at: int = INF
+        self.timing_cache: dict[str, OpTiming] = timing.cache
+        self.observer: Any = sm.observer
 
     # --- warps arriving, sleeping, waking ----------------------------------------------------------------
-    def add_warp(self, warp, now: int) -> None:
+    def add_warp(self, warp: Warp, now: int) -> None:
         self.counters.warps_changed(now, +1, self.index)
         warp.since = now
         if self.fetch(warp):
@@ -46,13 +52,13 @@ class SubPartition:
         else:
             self.sm.retire_warp(warp, now)
 
-    def sleep(self, warp, until: int, reason: str, retire: bool = False) -> None:
+    def sleep(self, warp: Warp, until: int, reason: str, retire: bool = False) -> None:
         warp.reason = reason
         heapq.heappush(self.heap, (until, next(_seq), warp, retire))
         if until < self.next_at:
             self.next_at = until
 
-    def fetch(self, warp) -> bool:
+    def fetch(self, warp: Warp) -> bool:
         """Peek the warp's next instruction; False when its stream has ended."""
         inst = next(warp.stream, None)
         if inst is None:
@@ -76,7 +82,7 @@ class SubPartition:
                 continue
             warp.reason = NOT_SELECTED
             bisect.insort(ready, warp, key=_age)
-        chosen = None
+        chosen: Warp | None = None
         if ready:
             pipe_free = self.pipe_free
             candidates = ready if len(ready) == 1 else self.policy.order(ready, now)
@@ -108,8 +114,9 @@ class SubPartition:
         self.next_at = nxt
 
     # --- issue -------------------------------------------------------------------------------------------
-    def issue(self, warp, now: int) -> None:
+    def issue(self, warp: Warp, now: int) -> None:
         inst, timing, counters = warp.inst, warp.timing, self.counters
+        assert inst is not None, "only a warp with a fetched instruction is ready"
         counters.stall[warp.reason] += now - warp.since  # the issue cycle itself is counted as selected
         counters.inst += 1
         counters.thread_inst += inst.mask.bit_count()

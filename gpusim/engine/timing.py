@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 
-import attrs
-
 from ..arch import ArchSpec
 from ..workload.opcodes import (BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, LDST_GLOBAL, LDST_LOCAL, LDST_SHARED,
                                 MISC, SFU, TENSOR, WARPGROUP_MMA, OpInfo)
@@ -20,16 +18,26 @@ HMMA_16816_FLOPS = 2 * 16 * 8 * 16  # the shape assumed for a tensor opcode that
 PIPES = (None, FP32, INT32, FP64, SFU, TENSOR, "lsu_global", "lsu_shared")  # None: the issue slot only
 
 
-@attrs.frozen
 class OpTiming:
-    pipe: str | None  # the sub-partition pipe it occupies; None: only the issue slot
-    interval: int  # cycles the pipe stays busy for one warp-instruction
-    latency: int  # cycles until a fixed-latency result is ready (memory: decided by the memory model)
-    board: str  # WAIT / SHORT / LONG for results; NONE for instructions without a register result
-    throttle: str  # stall reason while the pipe is busy
-    is_memory: bool
-    is_branch: bool
-    is_barrier: bool
+    """How one opcode issues. A plain typed class rather than attrs: the compiled engine reads these fields
+    as native struct slots on every issue."""
+
+    __slots__ = ("pipe", "interval", "latency", "board", "throttle", "is_memory", "is_branch", "is_barrier")
+
+    def __init__(self, pipe: str | None, interval: int, latency: int, board: str, throttle: str, is_memory: bool,
+                 is_branch: bool, is_barrier: bool):
+        self.pipe = pipe  # the sub-partition pipe it occupies; None: only the issue slot
+        self.interval = interval  # cycles the pipe stays busy for one warp-instruction
+        self.latency = latency  # cycles until a fixed-latency result is ready (memory: the memory model decides)
+        self.board = board  # WAIT / SHORT / LONG for results; NONE for instructions without a register result
+        self.throttle = throttle  # stall reason while the pipe is busy
+        self.is_memory = is_memory
+        self.is_branch = is_branch
+        self.is_barrier = is_barrier
+
+    def __repr__(self) -> str:
+        return (f"OpTiming(pipe={self.pipe!r}, interval={self.interval}, latency={self.latency}, "
+                f"board={self.board!r}, throttle={self.throttle!r})")
 
 
 class TimingTable:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..workload.inst import WarpInst
 from .timing import OpTiming
 
 
-def operands_ready(regs: dict, inst, earliest: int) -> tuple[int, str]:
+def operands_ready(regs: dict[str, tuple[int, str]], inst: WarpInst, earliest: int) -> tuple[int, str]:
     """(cycle `inst`'s sources and destinations are all ready, no earlier than `earliest`; the scoreboard of
     the register that decides it). Destinations count too: a write must wait for a pending write."""
     ready, board = earliest, "wait"
@@ -20,6 +23,9 @@ def operands_ready(regs: dict, inst, earliest: int) -> tuple[int, str]:
     return ready, board
 
 
+NO_TIMING = OpTiming(None, 1, 1, "none", "misc", False, False, False)  # before the first fetch
+
+
 class Warp:
     """One warp on one sub-partition. `reason`/`since` say what it has been doing since when; the interval
     is added to the SM's counters when the state changes (never cycle by cycle)."""
@@ -27,7 +33,7 @@ class Warp:
     __slots__ = ("gid", "block", "index", "sp", "slot", "age", "stream", "inst", "timing", "regs", "reason",
                  "since", "store_done", "finished")
 
-    def __init__(self, gid: int, block, index: int, sp, slot: int, age: int, stream):
+    def __init__(self, gid: int, block: Any, index: int, sp: Any, slot: int, age: int, stream: Any):
         self.gid = gid  # global warp id: block * warps_per_block + index
         self.block = block
         self.index = index  # warp index within its block
@@ -39,16 +45,17 @@ class Warp:
         self.regs: dict[str, tuple[int, str]] = {}  # register -> (cycle its value is ready, scoreboard)
         if bind is not None:  # independent thread scheduling picks paths by register readiness
             bind(self.regs)
-        self.inst = None  # the next instruction, fetched but not issued
-        self.timing: OpTiming | None = None
-        self.reason = "no_instruction"
+        self.inst: WarpInst | None = None  # the next instruction, fetched but not issued
+        self.timing: OpTiming = NO_TIMING
+        self.reason: str = "no_instruction"
         self.since = 0
         self.store_done = 0  # cycle its last store completes (an exiting warp drains until then)
         self.finished = False
 
     def operands_ready(self, now: int) -> tuple[int, str]:
         """(cycle the next instruction's sources and destinations are ready, the scoreboard that decides it)."""
+        assert self.inst is not None, "a warp without a next instruction has no operands to wait for"
         return operands_ready(self.regs, self.inst, now)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Warp(gid={self.gid}, slot={self.slot}, reason={self.reason})"

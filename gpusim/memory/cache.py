@@ -16,7 +16,7 @@ class SectoredCache:
         self.ways = min(associativity, lines)
         self.sets = max(1, lines // self.ways)
         self.capacity_bytes = self.sets * self.ways * line_bytes
-        self._sets: list[OrderedDict] = [OrderedDict() for _ in range(self.sets)]  # line -> [valid, dirty] masks
+        self._sets: list[OrderedDict[int, list[int]]] = [OrderedDict() for _ in range(self.sets)]  # line -> [valid, dirty] masks
 
     def probe(self, line: int, mask: int) -> int:
         """The wanted sectors that are present (a mask); a hit makes the line most recently used."""

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import bisect
 import math
+from typing import Any
 
 import numpy as np
 
 from ..analytic.banks import ideal_wavefronts, wavefronts
 from ..analytic.coalesce import sector_list
 from .cache import SectoredCache
-from .interface import MemoryResult
+from ..workload.inst import WarpInst
 
 L1, L2, DRAM = 0, 1, 2
 LOCAL_BASE = 1 << 44  # where per-thread local memory is mapped (interleaved by lane, as the hardware does)
@@ -38,12 +39,16 @@ def _hash(line: int) -> int:
 
 
 class MemoryHierarchy:
-    def __init__(self, spec, sms: int, l1_bytes: int):
+    def __init__(self, spec: Any, sms: int, l1_bytes: int):
         mem = spec.memory
-        self.l1_cfg, self.l2_cfg, self.dram_cfg = mem.l1, mem.l2, mem.dram
-        self.sector = mem.l1.sector_bytes
-        self.sectors_per_line = mem.l1.line_bytes // mem.l1.sector_bytes
-        self.line_bytes = mem.l1.line_bytes
+        self.sector: int = mem.l1.sector_bytes
+        self.sectors_per_line: int = mem.l1.line_bytes // mem.l1.sector_bytes
+        self.line_bytes: int = mem.l1.line_bytes
+        self.l1_hit_latency: int = mem.l1.hit_latency
+        self.shared_latency: int = mem.l1.shared_latency
+        self.mshr_limit: int = mem.l1.mshrs
+        self.l2_hit_latency: int = mem.l2.hit_latency
+        self.dram_latency: int = mem.dram.latency
         self.l1_bytes = l1_bytes
         self.l1 = [SectoredCache(l1_bytes, mem.l1.line_bytes, self.sector, mem.l1.associativity) for _ in range(sms)]
         self.mshr: list[dict[int, tuple[int, int]]] = [{} for _ in range(sms)]  # line -> (data ready, level)
@@ -51,33 +56,34 @@ class MemoryHierarchy:
         slice_bytes = mem.l2.size_bytes // mem.l2.slices
         self.l2 = [SectoredCache(slice_bytes, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.associativity)
                    for _ in range(mem.l2.slices)]
-        self.slice_free = [0.0] * mem.l2.slices
-        self.slice_rate = mem.l2.bandwidth_bytes_per_clock / mem.l2.slices  # bytes per core clock
+        self.slice_free: list[float] = [0.0] * mem.l2.slices
+        self.slice_rate: float = mem.l2.bandwidth_bytes_per_clock / mem.l2.slices  # bytes per core clock
         dram_bytes_per_clock = mem.dram.bandwidth_gbs * 1e9 / (spec.clocks.core_mhz * 1e6)
-        self.channel_free = [0.0] * mem.dram.channels
-        self.channel_rate = dram_bytes_per_clock / mem.dram.channels
-        self.banks, self.bank_width = spec.shared_memory.banks, spec.shared_memory.bank_width_bytes
+        self.channel_free: list[float] = [0.0] * mem.dram.channels
+        self.channel_rate: float = dram_bytes_per_clock / mem.dram.channels
+        self.banks: int = spec.shared_memory.banks
+        self.bank_width: int = spec.shared_memory.bank_width_bytes
         self.clock_hz = spec.clocks.core_mhz * 1e6
-        self._bank_memo: dict = {}
-        self._line_memo: dict = {}
-        self.c = dict.fromkeys((
+        self._bank_memo: dict[tuple[int, int, bytes], tuple[int, int]] = {}
+        self._line_memo: dict[tuple[int, int, int, bytes], tuple[tuple[tuple[int, int], ...], int]] = {}
+        self.c: dict[str, int] = dict.fromkeys((
             "ld_requests", "ld_sectors", "ld_sector_hits", "st_requests", "st_sectors", "atom_requests",
             "l2_sectors", "l2_hits", "dram_read", "dram_write", "smem_wavefronts", "smem_conflicts_ld",
             "smem_conflicts_st", "smem_requests", "mshr_stalls", "no_address"), 0)
-        self.latency_sum = [0, 0, 0]
-        self.latency_count = [0, 0, 0]
+        self.latency_sum: list[int] = [0, 0, 0]
+        self.latency_count: list[int] = [0, 0, 0]
 
     # --- the interface -------------------------------------------------------------------------------------
-    def access(self, sm: int, inst, now: int) -> MemoryResult:
+    def access(self, sm: int, inst: WarpInst, now: int) -> tuple[int, int]:
         info = inst.info
         space = info.space
         if inst.addrs is None:  # a traced access without lane addresses (predicated off): no data moves
             self.c["no_address"] += 1
-            return MemoryResult(now + (self.l1_cfg.shared_latency if space == "shared" else self.l1_cfg.hit_latency))
+            return now + (self.shared_latency if space == "shared" else self.l1_hit_latency), 0
         if space == "shared":
             return self._shared(inst, now)
         if space == "const":
-            return MemoryResult(now + self.l1_cfg.hit_latency)
+            return now + self.l1_hit_latency, 0
         addrs = inst.addrs if space == "global" else self._local(inst)
         by_line, sectors = self._lines(addrs, info.width, inst.mask)
         if info.is_atomic:
@@ -87,12 +93,13 @@ class MemoryHierarchy:
         return self._load(sm, by_line, sectors, now)
 
     # --- global / local ------------------------------------------------------------------------------------
-    def _local(self, inst) -> np.ndarray:
+    def _local(self, inst: WarpInst) -> Any:
+        assert inst.warp is not None, "an instruction with addresses names its warp"
         lane = np.arange(len(inst.addrs), dtype=np.int64)
         a = inst.addrs
         return LOCAL_BASE + inst.warp * LOCAL_REGION + (a // 4) * 128 + lane * 4 + a % 4
 
-    def _lines(self, addrs: np.ndarray, width: int, mask: int) -> tuple[list[tuple[int, int]], int]:
+    def _lines(self, addrs: Any, width: int, mask: int) -> tuple[list[tuple[int, int]], int]:
         """([(line, mask of the sectors wanted in it)], number of sectors) for one warp-level access. The
         pattern relative to the first lane's line is computed once per (width, mask, offset, deltas)."""
         base = int(addrs[0])
@@ -113,15 +120,15 @@ class MemoryHierarchy:
         relative, count = pattern
         return [(base_line + line, m) for line, m in relative], count
 
-    def _load(self, sm: int, by_line: list, sectors: int, now: int) -> MemoryResult:
+    def _load(self, sm: int, by_line: list[tuple[int, int]], sectors: int, now: int) -> tuple[int, int]:
         c = self.c
         c["ld_requests"] += 1
         if not sectors:
-            return MemoryResult(now + self.l1_cfg.hit_latency)
+            return now + self.l1_hit_latency, 0
         c["ld_sectors"] += sectors
         l1, mshr = self.l1[sm], self.mshr[sm]
         probe = l1.probe
-        ready, level = now + self.l1_cfg.hit_latency, L1
+        ready, level = now + self.l1_hit_latency, L1
         hits = 0
         missing: list[tuple[int, int]] = []
         for line, mask in by_line:
@@ -155,12 +162,12 @@ class MemoryHierarchy:
                     level = lvl
         self.latency_sum[level] += ready - now
         self.latency_count[level] += 1
-        return MemoryResult(ready, extra)
+        return ready, extra
 
     def _reserve_mshrs(self, sm: int, needed: int, now: int) -> int:
         """Cycles the pipe must wait for `needed` MSHR entries (0 when enough are free). Entries are kept in
         completion order, so expired ones are dropped from the front."""
-        mshr, order, limit = self.mshr[sm], self.mshr_order[sm], self.l1_cfg.mshrs
+        mshr, order, limit = self.mshr[sm], self.mshr_order[sm], self.mshr_limit
         expired = 0
         while expired < len(order) and order[expired][0] <= now:
             t, line = order[expired]
@@ -175,30 +182,30 @@ class MemoryHierarchy:
         self.c["mshr_stalls"] += 1
         return max(0, order[min(live - 1, live + needed - limit - 1)][0] - now)
 
-    def _store(self, sm: int, by_line: list, sectors: int, now: int) -> MemoryResult:
+    def _store(self, sm: int, by_line: list[tuple[int, int]], sectors: int, now: int) -> tuple[int, int]:
         c = self.c
         c["st_requests"] += 1
         c["st_sectors"] += sectors
         if not sectors:
-            return MemoryResult(now + 1)
+            return now + 1, 0
         done = now + 1
         for line, mask in by_line:
             t, _lvl = self._l2_access(line, mask, now, write=True)
             if t > done:
                 done = t
-        return MemoryResult(done, len(by_line) - 1)
+        return done, len(by_line) - 1
 
-    def _atomic(self, by_line: list, now: int) -> MemoryResult:
+    def _atomic(self, by_line: list[tuple[int, int]], now: int) -> tuple[int, int]:
         self.c["atom_requests"] += 1
-        done = now + self.l2_cfg.hit_latency
+        done = now + self.l2_hit_latency
         for line, mask in by_line:
             t, _lvl = self._l2_access(line, mask, now, write=True, atomic=True)
             if t > done:
                 done = t
-        return MemoryResult(done, len(by_line) - 1)
+        return done, len(by_line) - 1
 
     # --- L2 and DRAM ---------------------------------------------------------------------------------------
-    def _l2_access(self, line: int, mask: int, now: int, write: bool, atomic: bool = False):
+    def _l2_access(self, line: int, mask: int, now: int, write: bool, atomic: bool = False) -> tuple[int, int]:
         """Serve the masked sectors of one line at its L2 slice; return (cycle the data is back, level)."""
         c = self.c
         h = _hash(line)
@@ -212,12 +219,12 @@ class MemoryHierarchy:
         present = cache.probe(line, mask)
         c["l2_hits"] += present.bit_count()
         queueing = done - now
-        level, latency = L2, self.l2_cfg.hit_latency
+        level, latency = L2, self.l2_hit_latency
         missing = mask & ~present
         if write and not atomic:  # write-back L2; a full-sector write needs no read from DRAM
             evicted = cache.fill(line, mask, dirty=True)
         elif missing:
-            level, latency = DRAM, self.dram_cfg.latency
+            level, latency = DRAM, self.dram_latency
             channel = h % len(self.channel_free)
             read = missing.bit_count() * self.sector
             free = self.channel_free[channel]
@@ -235,7 +242,7 @@ class MemoryHierarchy:
             self._writeback(evicted[0], evicted[1], now)
         return now + latency + math.ceil(queueing), level
 
-    def _writeback(self, line: int, dirty_mask: int, now: float) -> None:
+    def _writeback(self, line: int, dirty_mask: int, now: int) -> None:
         """An evicted line's dirty sectors go to DRAM: they take their channel's time from `now` on."""
         channel = _hash(line) % len(self.channel_free)
         nbytes = dirty_mask.bit_count() * self.sector
@@ -244,7 +251,7 @@ class MemoryHierarchy:
         self.c["dram_write"] += nbytes
 
     # --- shared memory -------------------------------------------------------------------------------------
-    def _shared(self, inst, now: int) -> MemoryResult:
+    def _shared(self, inst: WarpInst, now: int) -> tuple[int, int]:
         info, mask, addrs = inst.info, inst.mask, inst.addrs
         key = (info.width, mask, addrs.tobytes())  # shared addresses are per-block offsets: patterns repeat
         wf = self._bank_memo.get(key)
@@ -258,7 +265,7 @@ class MemoryHierarchy:
         c["smem_requests"] += 1
         c["smem_wavefronts"] += waves
         c["smem_conflicts_st" if info.is_store else "smem_conflicts_ld"] += waves - ideal
-        return MemoryResult(now + self.l1_cfg.shared_latency + max(0, waves - 1), max(0, waves - ideal))
+        return now + self.shared_latency + max(0, waves - 1), max(0, waves - ideal)
 
     # --- metrics -------------------------------------------------------------------------------------------
     def metrics(self, cycles: int) -> dict:

@@ -18,56 +18,13 @@ from .expr import Expr, ExprError
 from .kernel import FULL_MASK, WARP_SIZE, Kernel
 from .opcodes import OpInfo
 from .program import BRA_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, register_placeholders
+from .inst import QueueStream, WarpInst
 from .yamlio import WorkloadError
 
 REGISTER_CACHE_LIMIT = 4096  # resolved register-name lists kept per kernel
 REPEAT_CHUNK = 256  # repeats whose addresses are evaluated together (bounds memory for huge repeats)
 _POW2 = (1 << np.arange(WARP_SIZE, dtype=np.uint64)).astype(np.uint64)
 _BITS = np.arange(WARP_SIZE, dtype=np.uint64)
-
-
-class WarpInst:
-    """One warp-instruction: what the engine issues. `warp` is the issuing warp's global id; it is None on an
-    instruction without addresses that a block walker hands to every warp of its block as one shared object
-    (the engine knows which warp issues it; only per-lane local addresses need the id)."""
-
-    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "addrs")
-
-    def __init__(self, info: OpInfo, warp: int, block: int, pc: int, mask: int, dst, src, addrs):
-        self.info = info
-        self.warp, self.block, self.pc, self.mask = warp, block, pc, mask
-        self.dst, self.src, self.addrs = dst, src, addrs
-
-    @property
-    def op(self) -> str:
-        return self.info.opcode
-
-    @property
-    def pipeline(self) -> str:
-        return self.info.pipeline
-
-    @property
-    def space(self) -> str | None:
-        return self.info.space
-
-    @property
-    def width(self) -> int:
-        return self.info.width
-
-    @property
-    def is_store(self) -> bool:
-        return self.info.is_store
-
-    @property
-    def active_lanes(self) -> int:
-        return self.mask.bit_count()
-
-    def active_addresses(self) -> np.ndarray:
-        """Addresses of the active lanes, in lane order."""
-        return self.addrs[mask_to_bool(self.mask)]
-
-    def __repr__(self):
-        return f"WarpInst(warp={self.warp}, pc={self.pc:#06x}, op={self.op}, mask={self.mask:#010x})"
 
 
 def mask_to_bool(mask: int) -> np.ndarray:
@@ -403,15 +360,6 @@ class _BlockWalker(_WarpWalker):
         return True
 
 
-def _block_warp_stream(walker: _BlockWalker, warp_in_block: int) -> Iterator[WarpInst]:
-    queue = walker.queues[warp_in_block]
-    while True:
-        while queue:
-            yield queue.popleft()
-        if not walker.refill():
-            return
-
-
 class BlockStreams:
     """Per-warp streams of one kernel that share one walker per block where the kernel allows it (see
     _BlockWalker); otherwise each warp walks the program alone. The results are the same either way."""
@@ -429,7 +377,7 @@ class BlockStreams:
         walker = self.walkers.get(block)
         if walker is None:
             walker = self.walkers[block] = _BlockWalker(self.kernel, block)
-        stream = _block_warp_stream(walker, warp_in_block)
+        stream = QueueStream(walker.queues[warp_in_block], walker.refill)
         if warp_in_block == self.kernel.launch.warps_per_block - 1:
             del self.walkers[block]  # every warp holds its stream; the block no longer needs an entry here
         return stream

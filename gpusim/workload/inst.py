@@ -1,0 +1,77 @@
+"""One warp-instruction: what the engine issues (the YAML walker and the trace reader both make them).
+
+Compiled with the engine (see gpusim/native.py), so its fields are typed: the engine reads them every issue.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Callable
+
+from .opcodes import OpInfo
+
+
+class WarpInst:
+    """`warp` is the issuing warp's global id; it is None on an instruction without addresses that a block
+    walker hands to every warp of its block as one shared object (the engine knows which warp issues it; only
+    per-lane local addresses need the id). `addrs` is a 32-lane int64 array, or None."""
+
+    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "addrs")
+
+    def __init__(self, info: OpInfo, warp: int | None, block: int, pc: int, mask: int, dst: tuple[str, ...],
+                 src: tuple[str, ...], addrs: Any):
+        self.info = info
+        self.warp, self.block, self.pc, self.mask = warp, block, pc, mask
+        self.dst, self.src, self.addrs = dst, src, addrs
+
+    @property
+    def op(self) -> str:
+        return self.info.opcode
+
+    @property
+    def pipeline(self) -> str:
+        return self.info.pipeline
+
+    @property
+    def space(self) -> str | None:
+        return self.info.space
+
+    @property
+    def width(self) -> int:
+        return self.info.width
+
+    @property
+    def is_store(self) -> bool:
+        return self.info.is_store
+
+    @property
+    def active_lanes(self) -> int:
+        return self.mask.bit_count()
+
+    def active_addresses(self) -> Any:
+        """Addresses of the active lanes, in lane order (a numpy array)."""
+        bits = self.mask
+        return self.addrs[[lane for lane in range(len(self.addrs)) if bits >> lane & 1]]
+
+    def __repr__(self) -> str:
+        return f"WarpInst(warp={self.warp}, pc={self.pc:#06x}, op={self.op}, mask={self.mask:#010x})"
+
+
+class QueueStream:
+    """A warp's instruction stream fed from a queue that `refill` tops up (False when the program has ended):
+    how a block walker hands each warp its share. An iterator class rather than a generator, so the engine's
+    `next()` on it is one native call."""
+
+    def __init__(self, queue: deque[WarpInst], refill: Callable[[], bool]):
+        self.queue = queue
+        self.refill = refill
+
+    def __iter__(self) -> QueueStream:
+        return self
+
+    def __next__(self) -> WarpInst:
+        queue = self.queue
+        while not queue:
+            if not self.refill():
+                raise StopIteration
+        return queue.popleft()

@@ -1,0 +1,58 @@
+"""Build hook: compile the engine's hot modules with mypyc (the list is gpusim/native.py's COMPILED).
+
+A wheel gets the extensions beside the sources it ships; an editable install gets them in the source tree.
+When compiling is impossible (no C compiler, no Python headers) or GPUSIM_PURE_PYTHON=1 is set, the build
+says so in one line and installs the interpreted engine, which gives the same results, slower.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import runpy
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+_SETUP = """
+import sys
+from setuptools import setup
+from mypyc.build import mypycify
+target, modules = sys.argv[1], sys.argv[2:]
+setup(name="gpusim-native", packages=[], py_modules=[], script_args=["build_ext", "--inplace", "-q", "--build-temp", target],
+      ext_modules=mypycify(["--follow-imports=silent", "--ignore-missing-imports"] + modules, opt_level="3",
+                           group_name="gpusim_native", target_dir=target))
+"""
+
+
+class CustomBuildHook(BuildHookInterface):
+    def initialize(self, version: str, build_data: dict) -> None:
+        root = Path(self.root)
+        native = runpy.run_path(str(root / "gpusim" / "native.py"))
+        if os.environ.get(native["PURE_ENV"], "") not in ("", "0"):
+            self.app.display_info(f"gpusim: {native['PURE_ENV']} is set: installing the interpreted engine")
+            return
+        with tempfile.TemporaryDirectory() as target:
+            done = subprocess.run([sys.executable, "-c", _SETUP, target, *native["COMPILED"]], cwd=root,
+                                  capture_output=True, text=True)
+        if done.returncode != 0:
+            last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            self.app.display_warning(f"gpusim: compiling the engine with mypyc failed ({last[0][:200]}); "
+                                     "installing the interpreted engine (same results, slower)")
+            return
+        stamp = native["write_stamp"](root)
+        self.app.display_info(f"gpusim: compiled {len(native['COMPILED'])} engine modules with mypyc")
+        build_data["pure_python"] = False
+        build_data["infer_tag"] = True
+        if version == "editable":
+            return  # the extensions sit beside the sources the editable install points at
+        suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+        built = [p for p in root.glob("*.so") if p.name.startswith(native["GROUP"] + "__mypyc")]
+        built += [p for rel in native["COMPILED"] for p in (root / rel).parent.glob(Path(rel).stem + ".*")
+                  if p.name.endswith(suffixes)]
+        for path in built:
+            build_data["force_include"][str(path)] = str(path.relative_to(root))
+        build_data["force_include"][str(stamp)] = str(stamp.relative_to(root))
