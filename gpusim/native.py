@@ -22,11 +22,12 @@ import os
 import sys
 from pathlib import Path
 
-# Compiled together as one group (they call each other natively). Anything a user may subclass or replace
-# (scheduling policies, memory models, observers) stays interpreted and is reached through duck typing.
+# Compiled together as one group (they call each other natively). What a user may replace (memory models,
+# observers) is reached through duck typing; the scheduling policies allow interpreted subclasses.
 COMPILED = (
     "gpusim/workload/inst.py",
     "gpusim/engine/timing.py",
+    "gpusim/engine/scheduler.py",
     "gpusim/engine/warp.py",
     "gpusim/engine/subpartition.py",
     "gpusim/engine/sm.py",

@@ -109,7 +109,7 @@ def test_source_finder_resolves_compiled_modules_to_their_sources(tmp_path):
     for rel in native.COMPILED:
         spec = finder.find_spec(native.module_name(rel))
         assert spec is not None and spec.origin == str(tmp_path / rel)
-    assert finder.find_spec("gpusim.engine.scheduler") is None  # everything else: the normal import system
+    assert finder.find_spec("gpusim.engine.dispatcher") is None  # everything else: the normal import system
 
 
 def test_compiled_list_names_real_modules():

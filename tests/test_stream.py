@@ -217,7 +217,36 @@ def test_shared_block_walker_yields_what_each_warp_walks_alone(name):
         shared = [streams(block, w) for w in range(kernel.launch.warps_per_block)]
         for w, stream in enumerate(shared):
             alone = [_inst_key(i) for i in warp_stream(kernel, block, w)]
-            assert [_inst_key(i) for i in stream] == alone, (name, block, w)
+            insts = list(stream)
+            assert [_inst_key(i) for i in insts] == alone, (name, block, w)
+            for inst in insts:  # the address keys the walker precomputes (or caches across blocks) for the memory model
+                if inst.addrs is not None:
+                    base = int(inst.addrs[0])
+                    assert inst.address_key() == (base, (inst.addrs - base).tobytes()), (name, block, w, inst)
+
+
+def test_block_invariant_addresses_are_computed_once_per_kernel():
+    """Shared-memory tile addresses read no per-block name: every block after the first reuses them; global
+    addresses read block.x / block.y and are never cached."""
+    kernel = load_workload(ROOT / "workloads/gemm_tile128.yaml", {"M": 256, "N": 256, "K": 64})
+    streams = BlockStreams(kernel)
+    first, second = ([list(streams(block, w)) for w in range(kernel.launch.warps_per_block)] for block in (0, 1))
+    cached = {key[0] for key in kernel.address_cache}
+    shared_nodes = {id(node) for node in _instr_nodes(kernel.program) if node.info.space == "shared"}
+    assert cached == shared_nodes
+    for a, b in zip(first[0], second[0]):
+        if a.info.space == "shared":
+            assert b.addrs.base is a.addrs.base  # the same cached array
+        elif a.addrs is not None:
+            assert b.addrs.base is not a.addrs.base
+
+
+def _instr_nodes(program):
+    from gpusim.workload.program import walk_instrs
+
+    found = []
+    walk_instrs(program, found.append)
+    return [n for n in found if n.addr is not None]
 
 
 def test_shared_block_walker_is_used_where_it_can_be(tmp_path):

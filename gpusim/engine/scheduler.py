@@ -3,33 +3,42 @@
 A policy sees the candidate warps (those whose operands are ready; their pipe may still be busy), oldest first,
 and returns them in the order it prefers; the sub-partition issues the first whose pipe is free. Policies need only each
 warp's `slot` (its warp-slot index in the SM) and `age` (launch order, smaller = older), so they are testable
-without the engine. Add one by subclassing `Policy` and registering it with `register_policy`.
+without the engine. Add one by subclassing `Policy` (or any built-in policy) and registering it with
+`register_policy`. The module is compiled with the engine (gpusim/native.py); the classes allow interpreted
+subclasses, so a user's policy needs no compiler.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
+
+from mypy_extensions import mypyc_attr
 
 
-def age(warp) -> int:
+def age(warp: Any) -> int:
     """Sort key: launch order (smaller = older)."""
     return warp.age
 
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Policy:
     name = "policy"
 
-    def order(self, candidates: Sequence, now: int) -> Sequence:
+    def order(self, candidates: list[Any], now: int) -> Sequence[Any]:
         raise NotImplementedError
 
-    def issued(self, warp, now: int) -> None:
+    def issued(self, warp: Any, now: int) -> None:
         """Called after `warp` issues."""
 
-    def stalled_long(self, warp) -> None:
+    def stalled_long(self, warp: Any) -> None:
         """Called when an issued warp must wait for a long-latency (global memory) result."""
 
+    def forget(self, warp: Any) -> None:
+        """Called when `warp` exits."""
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LooseRoundRobin(Policy):
     """lrr: start after the warp slot that issued last and go round."""
 
@@ -49,13 +58,14 @@ class LooseRoundRobin(Policy):
         self.last = warp.slot
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class GreedyThenOldest(Policy):
     """gto: keep issuing from the same warp while it can; otherwise the oldest ready warp."""
 
     name = "gto"
 
     def __init__(self, slots: int):
-        self.greedy = None
+        self.greedy: Any = None
 
     def order(self, candidates, now):
         greedy = self.greedy
@@ -70,6 +80,7 @@ class GreedyThenOldest(Policy):
         self.greedy = warp
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class OldestFirst(Policy):
     """oldest_first: always the oldest ready warp."""
 
@@ -82,6 +93,7 @@ class OldestFirst(Policy):
         return candidates  # the sub-partition keeps them oldest first
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TwoLevel(Policy):
     """two_level: round-robin over a small active set; a warp that waits on global memory is moved to the
     pending set, and the oldest pending warp takes its place (Narasiman et al., MICRO 2011)."""
@@ -91,7 +103,7 @@ class TwoLevel(Policy):
 
     def __init__(self, slots: int):
         self.slots = slots
-        self.active: list = []
+        self.active: list[Any] = []
         self.last = -1
 
     def order(self, candidates, now):

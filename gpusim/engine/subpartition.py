@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..stats.counters import SMCounters
 from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
 from .warp import Warp, operands_ready
+
+if TYPE_CHECKING:
+    from .sm import SM
 
 def _age(warp: Warp) -> int:
     """Sort key of the ready list: launch order (smaller = older)."""
@@ -23,20 +25,21 @@ def _age(warp: Warp) -> int:
 
 INF = 1 << 62  # "never": an int, so that every cycle time in the engine stays an int
 NOT_SELECTED = "not_selected"
-_seq = itertools.count()  # heap tie-breaker: insertion order, deterministic
 
 
 class SubPartition:
-    def __init__(self, sm: Any, index: int, policy: Any, timing: TimingTable, counters: SMCounters, memory: Any):
+    def __init__(self, sm: SM, index: int, policy: Any, timing: TimingTable, counters: SMCounters, memory: Any):
         self.sm = sm
+        self.sm_index = sm.index
         self.index = index
         self.policy = policy
         self.timing = timing
         self.counters = counters
         self.memory = memory
         self.ready: list[Warp] = []  # oldest first
-        self.heap: list[tuple[int, int, Warp, bool]] = []  # (wake-up cycle, tie-breaker, warp, retire)
-        self.pipe_free: dict[str | None, int] = dict.fromkeys(PIPES, 0)  # pipe -> first free cycle; None: no pipe
+        self.heap: list[tuple[int, int, Warp, bool]] = []  # (wake-up cycle, insertion number, warp, retire)
+        self.pushed = 0  # warps put in the heap so far: the tie-breaker, so equal wake-ups keep insertion order
+        self.pipe_free: list[int] = [0] * len(PIPES)  # first free cycle of each pipe, by OpTiming.pipe_index
         self.next_at: int = INF
         self.timing_cache: dict[str, OpTiming] = timing.cache
         self.observer: Any = sm.observer
@@ -54,7 +57,8 @@ class SubPartition:
 
     def sleep(self, warp: Warp, until: int, reason: str, retire: bool = False) -> None:
         warp.reason = reason
-        heapq.heappush(self.heap, (until, next(_seq), warp, retire))
+        self.pushed += 1
+        heapq.heappush(self.heap, (until, self.pushed, warp, retire))
         if until < self.next_at:
             self.next_at = until
 
@@ -87,7 +91,7 @@ class SubPartition:
             pipe_free = self.pipe_free
             candidates = ready if len(ready) == 1 else self.policy.order(ready, now)
             for warp in candidates:
-                if pipe_free[warp.timing.pipe] > now:
+                if pipe_free[warp.timing.pipe_index] > now:
                     throttle = warp.timing.throttle
                     if warp.reason != throttle:
                         stall[warp.reason] += now - warp.since
@@ -105,7 +109,7 @@ class SubPartition:
             soon = now + 1
             pipe_free = self.pipe_free
             for warp in ready:
-                t = pipe_free[warp.timing.pipe]
+                t = pipe_free[warp.timing.pipe_index]
                 if t <= soon:
                     nxt = soon
                     break
@@ -120,20 +124,19 @@ class SubPartition:
         counters.stall[warp.reason] += now - warp.since  # the issue cycle itself is counted as selected
         counters.inst += 1
         counters.thread_inst += inst.mask.bit_count()
-        info = inst.info
-        counters.by_pipeline[info.pipeline] += 1
+        counters.by_pipeline[timing.pipeline] += 1
         self.policy.issued(warp, now)
         if self.observer is not None:
             self.observer.issued(self.sm, self, warp, inst, now)
-        pipe = timing.pipe
-        if pipe is not None:
+        pipe = timing.pipe_index
+        if pipe:  # index 0: no pipe, only the issue slot
             self.pipe_free[pipe] = now + timing.interval
         regs = warp.regs
         if timing.is_memory:
-            ready_at, extra = self.memory.access(self.sm.index, inst, now)  # a MemoryResult or a plain pair
+            ready_at, extra = self.memory.access(self.sm_index, inst, now)  # a MemoryResult or a plain pair
             if extra:
                 self.pipe_free[pipe] += extra
-            if info.is_store or info.is_atomic:
+            if timing.drains:
                 if ready_at > warp.store_done:
                     warp.store_done = ready_at
             if inst.dst:
@@ -173,7 +176,8 @@ class SubPartition:
         if ready_at > nxt:
             self.ready.remove(warp)
             warp.reason = board
-            heapq.heappush(self.heap, (ready_at, next(_seq), warp, False))
+            self.pushed += 1
+            heapq.heappush(self.heap, (ready_at, self.pushed, warp, False))
             if ready_at < self.next_at:
                 self.next_at = ready_at
             if board == LONG:

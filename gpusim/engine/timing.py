@@ -22,11 +22,13 @@ class OpTiming:
     """How one opcode issues. A plain typed class rather than attrs: the compiled engine reads these fields
     as native struct slots on every issue."""
 
-    __slots__ = ("pipe", "interval", "latency", "board", "throttle", "is_memory", "is_branch", "is_barrier")
+    __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "throttle", "is_memory", "is_branch",
+                 "is_barrier", "pipeline", "drains")
 
     def __init__(self, pipe: str | None, interval: int, latency: int, board: str, throttle: str, is_memory: bool,
-                 is_branch: bool, is_barrier: bool):
+                 is_branch: bool, is_barrier: bool, pipeline: str, drains: bool):
         self.pipe = pipe  # the sub-partition pipe it occupies; None: only the issue slot
+        self.pipe_index = PIPES.index(pipe)  # its place in a sub-partition's pipe table
         self.interval = interval  # cycles the pipe stays busy for one warp-instruction
         self.latency = latency  # cycles until a fixed-latency result is ready (memory: the memory model decides)
         self.board = board  # WAIT / SHORT / LONG for results; NONE for instructions without a register result
@@ -34,6 +36,8 @@ class OpTiming:
         self.is_memory = is_memory
         self.is_branch = is_branch
         self.is_barrier = is_barrier
+        self.pipeline = pipeline  # the opcode's pipeline class (what the issue counters count)
+        self.drains = drains  # a store or atomic: an exiting warp waits for it to complete
 
     def __repr__(self) -> str:
         return (f"OpTiming(pipe={self.pipe!r}, interval={self.interval}, latency={self.latency}, "
@@ -61,7 +65,8 @@ class TimingTable:
         cls = info.pipeline
 
         def make(pipe, interval, latency, board, throttle, memory=False):
-            return OpTiming(pipe, interval, latency, board, throttle, memory, cls == BRANCH, cls == BARRIER)
+            return OpTiming(pipe, interval, latency, board, throttle, memory, cls == BRANCH, cls == BARRIER, cls,
+                            info.is_store or info.is_atomic)
 
         if cls in (FP32, INT32, FP64, SFU):
             pipe = {FP32: p.fp32, INT32: p.int32, FP64: p.fp64, SFU: p.sfu}[cls]

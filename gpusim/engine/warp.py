@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..workload.inst import WarpInst
 from .timing import OpTiming
+
+if TYPE_CHECKING:
+    from .sm import Block
+    from .subpartition import SubPartition
 
 
 def operands_ready(regs: dict[str, tuple[int, str]], inst: WarpInst, earliest: int) -> tuple[int, str]:
@@ -23,7 +27,7 @@ def operands_ready(regs: dict[str, tuple[int, str]], inst: WarpInst, earliest: i
     return ready, board
 
 
-NO_TIMING = OpTiming(None, 1, 1, "none", "misc", False, False, False)  # before the first fetch
+NO_TIMING = OpTiming(None, 1, 1, "none", "misc", False, False, False, "misc", False)  # before the first fetch
 
 
 class Warp:
@@ -33,7 +37,7 @@ class Warp:
     __slots__ = ("gid", "block", "index", "sp", "slot", "age", "stream", "inst", "timing", "regs", "reason",
                  "since", "store_done", "finished")
 
-    def __init__(self, gid: int, block: Any, index: int, sp: Any, slot: int, age: int, stream: Any):
+    def __init__(self, gid: int, block: Block, index: int, sp: SubPartition, slot: int, age: int, stream: Any):
         self.gid = gid  # global warp id: block * warps_per_block + index
         self.block = block
         self.index = index  # warp index within its block

@@ -6,8 +6,6 @@ coalesced access costs one lookup per line it touches.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 
 class SectoredCache:
     def __init__(self, size_bytes: int, line_bytes: int, sector_bytes: int, associativity: int):
@@ -16,7 +14,8 @@ class SectoredCache:
         self.ways = min(associativity, lines)
         self.sets = max(1, lines // self.ways)
         self.capacity_bytes = self.sets * self.ways * line_bytes
-        self._sets: list[OrderedDict[int, list[int]]] = [OrderedDict() for _ in range(self.sets)]  # line -> [valid, dirty] masks
+        # per set: line -> [valid, dirty] sector masks, least recently used first (a dict keeps insertion order)
+        self._sets: list[dict[int, list[int]]] = [{} for _ in range(self.sets)]
 
     def probe(self, line: int, mask: int) -> int:
         """The wanted sectors that are present (a mask); a hit makes the line most recently used."""
@@ -25,8 +24,9 @@ class SectoredCache:
         if state is None:
             return 0
         present = state[0] & mask
-        if present:
-            lines.move_to_end(line)
+        if present:  # most recently used: to the end
+            del lines[line]
+            lines[line] = state
         return present
 
     def fill(self, line: int, mask: int, dirty: bool = False) -> list[int]:
@@ -37,12 +37,14 @@ class SectoredCache:
         evicted: list[int] = []
         if state is None:
             if len(lines) >= self.ways:
-                old_line, (_valid, dirty_mask) = lines.popitem(last=False)
+                old_line = next(iter(lines))
+                dirty_mask = lines.pop(old_line)[1]
                 if dirty_mask:
                     evicted = [old_line, dirty_mask]
             state = lines[line] = [0, 0]
         else:
-            lines.move_to_end(line)
+            del lines[line]
+            lines[line] = state
         state[0] |= mask
         if dirty:
             state[1] |= mask

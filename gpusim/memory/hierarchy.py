@@ -17,7 +17,6 @@ queueing and transfer time. Requests arrive in nondecreasing time across the GPU
 from __future__ import annotations
 
 import bisect
-import math
 from typing import Any
 
 import numpy as np
@@ -64,12 +63,25 @@ class MemoryHierarchy:
         self.banks: int = spec.shared_memory.banks
         self.bank_width: int = spec.shared_memory.bank_width_bytes
         self.clock_hz = spec.clocks.core_mhz * 1e6
-        self._bank_memo: dict[tuple[int, int, bytes], tuple[int, int]] = {}
+        self._bank_memo: dict[tuple[int, int, int, bytes], tuple[int, int]] = {}
         self._line_memo: dict[tuple[int, int, int, bytes], tuple[tuple[tuple[int, int], ...], int]] = {}
-        self.c: dict[str, int] = dict.fromkeys((
-            "ld_requests", "ld_sectors", "ld_sector_hits", "st_requests", "st_sectors", "atom_requests",
-            "l2_sectors", "l2_hits", "dram_read", "dram_write", "smem_wavefronts", "smem_conflicts_ld",
-            "smem_conflicts_st", "smem_requests", "mshr_stalls", "no_address"), 0)
+        # event counts (metrics() names them)
+        self.ld_requests = 0
+        self.ld_sectors = 0
+        self.ld_sector_hits = 0
+        self.st_requests = 0
+        self.st_sectors = 0
+        self.atom_requests = 0
+        self.l2_sectors = 0
+        self.l2_hits = 0
+        self.dram_read = 0
+        self.dram_write = 0
+        self.smem_wavefronts = 0
+        self.smem_conflicts_ld = 0
+        self.smem_conflicts_st = 0
+        self.smem_requests = 0
+        self.mshr_stalls = 0
+        self.no_address = 0
         self.latency_sum: list[int] = [0, 0, 0]
         self.latency_count: list[int] = [0, 0, 0]
 
@@ -78,14 +90,19 @@ class MemoryHierarchy:
         info = inst.info
         space = info.space
         if inst.addrs is None:  # a traced access without lane addresses (predicated off): no data moves
-            self.c["no_address"] += 1
+            self.no_address += 1
             return now + (self.shared_latency if space == "shared" else self.l1_hit_latency), 0
         if space == "shared":
             return self._shared(inst, now)
         if space == "const":
             return now + self.l1_hit_latency, 0
-        addrs = inst.addrs if space == "global" else self._local(inst)
-        by_line, sectors = self._lines(addrs, info.width, inst.mask)
+        if space == "global":
+            base, offsets = inst.address_key()
+        else:
+            local = self._local(inst)
+            base = int(local[0])
+            offsets = (local - base).tobytes()
+        by_line, sectors = self._lines(base, offsets, info.width, inst.mask)
         if info.is_atomic:
             return self._atomic(by_line, now)
         if info.is_store:
@@ -99,18 +116,18 @@ class MemoryHierarchy:
         a = inst.addrs
         return LOCAL_BASE + inst.warp * LOCAL_REGION + (a // 4) * 128 + lane * 4 + a % 4
 
-    def _lines(self, addrs: Any, width: int, mask: int) -> tuple[list[tuple[int, int]], int]:
-        """([(line, mask of the sectors wanted in it)], number of sectors) for one warp-level access. The
-        pattern relative to the first lane's line is computed once per (width, mask, offset, deltas)."""
-        base = int(addrs[0])
+    def _lines(self, base: int, offsets: bytes, width: int, mask: int) -> tuple[list[tuple[int, int]], int]:
+        """([(line, mask of the sectors wanted in it)], number of sectors) for one warp-level access: lane 0 at
+        `base`, the lanes' offsets from it as int64 bytes. The pattern relative to the first lane's line is
+        computed once per (width, mask, offset in the line, lane offsets)."""
         line_bytes = self.line_bytes
         base_line, offset = divmod(base, line_bytes)
-        key = (width, mask, offset, (addrs - base).tobytes())
+        key = (width, mask, offset, offsets)
         pattern = self._line_memo.get(key)
         if pattern is None:
             if len(self._line_memo) > _MEMO_LIMIT:
                 self._line_memo.clear()
-            sectors = sector_list(addrs - (base - offset), width, mask, self.sector)
+            sectors = sector_list(np.frombuffer(offsets, dtype=np.int64) + offset, width, mask, self.sector)
             per_line = self.sectors_per_line
             by_line: dict[int, int] = {}
             for sec in sectors:
@@ -121,18 +138,16 @@ class MemoryHierarchy:
         return [(base_line + line, m) for line, m in relative], count
 
     def _load(self, sm: int, by_line: list[tuple[int, int]], sectors: int, now: int) -> tuple[int, int]:
-        c = self.c
-        c["ld_requests"] += 1
+        self.ld_requests += 1
         if not sectors:
             return now + self.l1_hit_latency, 0
-        c["ld_sectors"] += sectors
+        self.ld_sectors += sectors
         l1, mshr = self.l1[sm], self.mshr[sm]
-        probe = l1.probe
         ready, level = now + self.l1_hit_latency, L1
         hits = 0
         missing: list[tuple[int, int]] = []
         for line, mask in by_line:
-            present = probe(line, mask)
+            present = l1.probe(line, mask)
             if present == mask:
                 hits += mask.bit_count()
                 continue
@@ -146,7 +161,7 @@ class MemoryHierarchy:
                 continue
             hits += present.bit_count()
             missing.append((line, mask & ~present))
-        c["ld_sector_hits"] += hits
+        self.ld_sector_hits += hits
         extra = len(by_line) - 1  # one wavefront per line through the L1 data path
         if missing:
             extra += self._reserve_mshrs(sm, len(missing), now)
@@ -179,13 +194,12 @@ class MemoryHierarchy:
         live = len(order)
         if live + needed <= limit:
             return 0
-        self.c["mshr_stalls"] += 1
+        self.mshr_stalls += 1
         return max(0, order[min(live - 1, live + needed - limit - 1)][0] - now)
 
     def _store(self, sm: int, by_line: list[tuple[int, int]], sectors: int, now: int) -> tuple[int, int]:
-        c = self.c
-        c["st_requests"] += 1
-        c["st_sectors"] += sectors
+        self.st_requests += 1
+        self.st_sectors += sectors
         if not sectors:
             return now + 1, 0
         done = now + 1
@@ -196,7 +210,7 @@ class MemoryHierarchy:
         return done, len(by_line) - 1
 
     def _atomic(self, by_line: list[tuple[int, int]], now: int) -> tuple[int, int]:
-        self.c["atom_requests"] += 1
+        self.atom_requests += 1
         done = now + self.l2_hit_latency
         for line, mask in by_line:
             t, _lvl = self._l2_access(line, mask, now, write=True, atomic=True)
@@ -207,7 +221,6 @@ class MemoryHierarchy:
     # --- L2 and DRAM ---------------------------------------------------------------------------------------
     def _l2_access(self, line: int, mask: int, now: int, write: bool, atomic: bool = False) -> tuple[int, int]:
         """Serve the masked sectors of one line at its L2 slice; return (cycle the data is back, level)."""
-        c = self.c
         h = _hash(line)
         index = h % len(self.l2)
         cache = self.l2[index]
@@ -215,9 +228,9 @@ class MemoryHierarchy:
         free = self.slice_free[index]
         done = (free if free > now else now) + count * self.sector / self.slice_rate
         self.slice_free[index] = done
-        c["l2_sectors"] += count
+        self.l2_sectors += count
         present = cache.probe(line, mask)
-        c["l2_hits"] += present.bit_count()
+        self.l2_hits += present.bit_count()
         queueing = done - now
         level, latency = L2, self.l2_hit_latency
         missing = mask & ~present
@@ -231,7 +244,7 @@ class MemoryHierarchy:
             begin = free if free > done else done
             finish = begin + read / self.channel_rate
             self.channel_free[channel] = finish
-            c["dram_read"] += read
+            self.dram_read += read
             queueing = finish - now
             evicted = cache.fill(line, missing, dirty=write)
             if write:
@@ -240,7 +253,10 @@ class MemoryHierarchy:
             evicted = cache.fill(line, mask, dirty=True) if write else []
         if evicted:
             self._writeback(evicted[0], evicted[1], now)
-        return now + latency + math.ceil(queueing), level
+        wait = int(queueing)  # queueing >= 0: rounded up to whole cycles
+        if wait < queueing:
+            wait += 1
+        return now + latency + wait, level
 
     def _writeback(self, line: int, dirty_mask: int, now: int) -> None:
         """An evicted line's dirty sectors go to DRAM: they take their channel's time from `now` on."""
@@ -248,33 +264,35 @@ class MemoryHierarchy:
         nbytes = dirty_mask.bit_count() * self.sector
         free = self.channel_free[channel]
         self.channel_free[channel] = (free if free > now else now) + nbytes / self.channel_rate
-        self.c["dram_write"] += nbytes
+        self.dram_write += nbytes
 
     # --- shared memory -------------------------------------------------------------------------------------
     def _shared(self, inst: WarpInst, now: int) -> tuple[int, int]:
-        info, mask, addrs = inst.info, inst.mask, inst.addrs
-        key = (info.width, mask, addrs.tobytes())  # shared addresses are per-block offsets: patterns repeat
+        info, mask = inst.info, inst.mask
+        base, offsets = inst.address_key()
+        key = (info.width, mask, base, offsets)  # shared addresses are per-block offsets: patterns repeat
         wf = self._bank_memo.get(key)
         if wf is None:
             if len(self._bank_memo) > _MEMO_LIMIT:
                 self._bank_memo.clear()
-            wf = self._bank_memo[key] = (wavefronts(addrs, info.width, mask, self.banks, self.bank_width),
+            wf = self._bank_memo[key] = (wavefronts(inst.addrs, info.width, mask, self.banks, self.bank_width),
                                          ideal_wavefronts(info.width, mask, self.banks, self.bank_width))
         waves, ideal = wf
-        c = self.c
-        c["smem_requests"] += 1
-        c["smem_wavefronts"] += waves
-        c["smem_conflicts_st" if info.is_store else "smem_conflicts_ld"] += waves - ideal
+        self.smem_requests += 1
+        self.smem_wavefronts += waves
+        if info.is_store:
+            self.smem_conflicts_st += waves - ideal
+        else:
+            self.smem_conflicts_ld += waves - ideal
         return now + self.shared_latency + max(0, waves - 1), max(0, waves - ideal)
 
     # --- metrics -------------------------------------------------------------------------------------------
     def metrics(self, cycles: int) -> dict:
-        c = self.c
         # write-backs queued near the end can finish after the last warp: measure bandwidth over DRAM's busy window
         window = max([cycles] + self.channel_free)
         seconds = window / self.clock_hz if window else 0.0
-        conflicts = c["smem_conflicts_ld"] + c["smem_conflicts_st"]
-        dram = c["dram_read"] + c["dram_write"]
+        conflicts = self.smem_conflicts_ld + self.smem_conflicts_st
+        dram = self.dram_read + self.dram_write
 
         def pct(a, b):
             return 100.0 * a / b if b else 0.0
@@ -283,27 +301,27 @@ class MemoryHierarchy:
             return self.latency_sum[level] / self.latency_count[level] if self.latency_count[level] else 0.0
 
         return {
-            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": c["ld_requests"],
-            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": c["ld_sectors"],
-            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": c["st_sectors"],
-            "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": c["st_requests"],
-            "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum": c["atom_requests"],
-            "l1tex__t_sector_hit_rate.pct": pct(c["ld_sector_hits"], c["ld_sectors"]),
-            "gpusim__sectors_per_request_global_ld": c["ld_sectors"] / c["ld_requests"] if c["ld_requests"] else 0.0,
-            "lts__t_sectors.sum": c["l2_sectors"],
-            "lts__t_sector_hit_rate.pct": pct(c["l2_hits"], c["l2_sectors"]),
-            "dram__bytes_read.sum": c["dram_read"],
-            "dram__bytes_write.sum": c["dram_write"],
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": self.ld_requests,
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": self.ld_sectors,
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": self.st_sectors,
+            "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": self.st_requests,
+            "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum": self.atom_requests,
+            "l1tex__t_sector_hit_rate.pct": pct(self.ld_sector_hits, self.ld_sectors),
+            "gpusim__sectors_per_request_global_ld": self.ld_sectors / self.ld_requests if self.ld_requests else 0.0,
+            "lts__t_sectors.sum": self.l2_sectors,
+            "lts__t_sector_hit_rate.pct": pct(self.l2_hits, self.l2_sectors),
+            "dram__bytes_read.sum": self.dram_read,
+            "dram__bytes_write.sum": self.dram_write,
             "dram__bytes.sum": dram,
             "dram__bytes.sum.per_second": dram / seconds if seconds else 0.0,
-            "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": c["smem_wavefronts"],
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": self.smem_wavefronts,
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum": conflicts,
-            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": c["smem_conflicts_ld"],
-            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": c["smem_conflicts_st"],
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": self.smem_conflicts_ld,
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": self.smem_conflicts_st,
             "gpgpu_n_shmem_bkconflict": conflicts,
             "gpusim__l1_capacity_bytes": self.l1_bytes,
-            "gpusim__mshr_full_events": c["mshr_stalls"],
-            "gpusim__memory_insts_without_addresses": c["no_address"],
+            "gpusim__mshr_full_events": self.mshr_stalls,
+            "gpusim__memory_insts_without_addresses": self.no_address,
             "gpusim__load_latency_l1_hit": avg(L1),
             "gpusim__load_latency_l2_hit": avg(L2),
             "gpusim__load_latency_dram": avg(DRAM),

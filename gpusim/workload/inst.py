@@ -16,13 +16,23 @@ class WarpInst:
     walker hands to every warp of its block as one shared object (the engine knows which warp issues it; only
     per-lane local addresses need the id). `addrs` is a 32-lane int64 array, or None."""
 
-    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "addrs")
+    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "addrs", "_address_key")
 
     def __init__(self, info: OpInfo, warp: int | None, block: int, pc: int, mask: int, dst: tuple[str, ...],
-                 src: tuple[str, ...], addrs: Any):
+                 src: tuple[str, ...], addrs: Any, address_key: tuple[int, bytes] | None = None):
         self.info = info
         self.warp, self.block, self.pc, self.mask = warp, block, pc, mask
         self.dst, self.src, self.addrs = dst, src, addrs
+        self._address_key = address_key
+
+    def address_key(self) -> tuple[int, bytes]:
+        """(lane 0's address, every lane's offset from it as int64 bytes): the addresses in a form the memory
+        model can hash and compare without numpy (its memos key on the offsets)."""
+        key = self._address_key
+        if key is None:
+            base = int(self.addrs[0])
+            key = self._address_key = (base, (self.addrs - base).tobytes())
+        return key
 
     @property
     def op(self) -> str:
@@ -75,3 +85,27 @@ class QueueStream:
             if not self.refill():
                 raise StopIteration
         return queue.popleft()
+
+
+def deal(queues: list[deque[WarpInst]], first_warp: int, block: int, info: OpInfo,
+         rows: list[tuple[int, int, tuple[str, ...], tuple[str, ...]]], addrs: Any,
+         lanes: tuple[list[list[int]], bytes] | None) -> None:
+    """Append one chunk of a block walker's instructions, rows of (pc, mask, dst, src), to each warp's queue.
+    Without addresses, one object per row serves every warp; else warp w gets lane addresses addrs[w, row] and
+    its address key from `lanes`: (lane 0's address per warp and row, all lanes' offsets as int64 bytes)."""
+    if addrs is None:
+        shared = [WarpInst(info, None, block, pc, mask, dst, src, None) for pc, mask, dst, src in rows]
+        for queue in queues:
+            queue.extend(shared)
+        return
+    assert lanes is not None, "addresses come with their keys"
+    first_lanes, offsets = lanes
+    size = addrs.shape[2] * 8
+    at = 0
+    for w, queue in enumerate(queues):
+        lane_addrs = addrs[w]
+        warp_bases = first_lanes[w]
+        for j, (pc, mask, dst, src) in enumerate(rows):
+            queue.append(WarpInst(info, first_warp + w, block, pc, mask, dst, src, lane_addrs[j],
+                                  (warp_bases[j], offsets[at:at + size])))
+            at += size

@@ -78,6 +78,7 @@ class Kernel:
     control_uses_rand: bool
     seed: int = 0  # mixed into every rand(): --seed
     register_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # streams' resolved register names
+    address_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # block walkers' block-invariant addresses
 
     @property
     def total_warps(self) -> int:

@@ -15,13 +15,15 @@ from typing import Iterator
 import numpy as np
 
 from .expr import Expr, ExprError
-from .kernel import FULL_MASK, WARP_SIZE, Kernel
+from .kernel import FULL_MASK, PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
 from .opcodes import OpInfo
 from .program import BRA_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, register_placeholders
-from .inst import QueueStream, WarpInst
+from .inst import QueueStream, WarpInst, deal
 from .yamlio import WorkloadError
 
 REGISTER_CACHE_LIMIT = 4096  # resolved register-name lists kept per kernel
+ADDRESS_CACHE_LIMIT = 1024  # block-invariant address chunks kept per kernel
+_SAME_IN_EVERY_BLOCK = WARP_IN_BLOCK | {"lane", "rep"}  # a block walker's arrays for these never change
 REPEAT_CHUNK = 256  # repeats whose addresses are evaluated together (bounds memory for huge repeats)
 _POW2 = (1 << np.arange(WARP_SIZE, dtype=np.uint64)).astype(np.uint64)
 _BITS = np.arange(WARP_SIZE, dtype=np.uint64)
@@ -301,8 +303,7 @@ class _BlockWalker(_WarpWalker):
         super().__init__(kernel, block, 0)
         self.env = kernel.base_env(block, np.arange(warps, dtype=np.int64)[:, None, None])
         self.address_shape = (warps,)
-        first_warp = block * warps
-        self.warp_ids = range(first_warp, first_warp + warps)
+        self.first_warp = block * warps
         self.queues = [deque() for _ in range(warps)]
         self.items = self.run()
 
@@ -311,11 +312,9 @@ class _BlockWalker(_WarpWalker):
 
     def instr_chunk(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> list:
         env = self.env
-        addrs = None
+        addrs = lanes = None
         if node.addr is not None:
-            env["rep"] = np.arange(first, first + count, dtype=np.int64)[:, None] if count > 1 else first
-            addrs = self.addresses(node, count)
-            env["rep"] = 0
+            addrs, lanes = self.block_addresses(node, first, count)
         regs = self.registers(node, repeat) if node.templated else None
         rows = []
         for j in range(count):
@@ -330,7 +329,33 @@ class _BlockWalker(_WarpWalker):
                     self.check(node, lane_addrs, m)
             rows.append((node.pc + 16 * k, m, dst, src))
         env["rep"] = 0
-        return [(node.info, rows, addrs)]
+        return [(node.info, rows, addrs, lanes)]
+
+    def block_addresses(self, node: Instr, first: int, count: int):
+        """(addresses as (warps, count, 32), (lane 0's address per warp and row, every lane's offset from it as
+        int64 bytes)). An address that reads no per-block name (shared-memory tiles, for one) is the same in
+        every block for the same loop indices: it is computed once per kernel and looked up after that."""
+        env, expr = self.env, node.addr
+        key = None
+        if not expr.uses_rand and not expr.names & PER_BLOCK:
+            values = tuple(env.get(name) for name in sorted(expr.names - _SAME_IN_EVERY_BLOCK))
+            if all(type(v) in (int, float) for v in values):
+                key = (id(node), first, count, values)
+                hit = self.kernel.address_cache.get(key)
+                if hit is not None:
+                    addrs, lanes, self.check_all = hit
+                    return addrs, lanes
+        env["rep"] = np.arange(first, first + count, dtype=np.int64)[:, None] if count > 1 else first
+        addrs = self.addresses(node, count)
+        env["rep"] = 0
+        bases = addrs[:, :, 0]
+        lanes = (bases.tolist(), (addrs - bases[:, :, None]).tobytes())
+        if key is not None:
+            cache = self.kernel.address_cache
+            if len(cache) >= ADDRESS_CACHE_LIMIT:
+                cache.clear()
+            cache[key] = (addrs, lanes, self.check_all)
+        return addrs, lanes
 
     def refill(self) -> bool:
         """Generate the next chunk for every warp of the block; False when the program has ended."""
@@ -341,17 +366,9 @@ class _BlockWalker(_WarpWalker):
         if item is None:
             return False
         block = self.block
-        if len(item) == 3 and isinstance(item[1], list):
-            info, rows, addrs = item
-            if addrs is None:  # nothing per warp: one object serves every warp of the block
-                shared = [WarpInst(info, None, block, pc, m, dst, src, None) for pc, m, dst, src in rows]
-                for queue in self.queues:
-                    queue.extend(shared)
-            else:
-                for w, (queue, gid) in enumerate(zip(self.queues, self.warp_ids)):
-                    lane_addrs = addrs[w]
-                    queue.extend(WarpInst(info, gid, block, pc, m, dst, src, lane_addrs[j])
-                                 for j, (pc, m, dst, src) in enumerate(rows))
+        if len(item) == 4:
+            info, rows, addrs, lanes = item
+            deal(self.queues, self.first_warp, block, info, rows, addrs, lanes)
         else:
             info, pc, mask = item
             inst = WarpInst(info, None, block, pc, mask, (), (), None)
