@@ -208,6 +208,19 @@ def test_a_user_policy_runs_without_touching_the_engine():
     assert [young[k] for k in stalls] != [old[k] for k in stalls]  # the warps waited in a different order
 
 
+def test_a_policy_factory_must_make_a_policy():
+    from gpusim.engine.scheduler import _POLICIES, register_policy
+    from gpusim.errors import GpusimError
+
+    register_policy("not_a_policy", lambda slots: object())
+    try:
+        with pytest.raises(GpusimError, match="scheduler 'not_a_policy': its factory made a object, expected a "
+                                              "subclass of gpusim.engine.scheduler.Policy"):
+            run(ROOT / "workloads/microbench/fma_chain.yaml", "h100", scheduler="not_a_policy", sms=1)
+    finally:
+        del _POLICIES["not_a_policy"]
+
+
 def test_achieved_occupancy_never_exceeds_theoretical():
     m = _m(run(ROOT / "workloads/gemm_tile128.yaml", "h100", params=SMALL_GEMM, sms=2))
     assert 0 < m["sm__warps_active.avg.pct_of_peak_sustained_active"] <= m["sm__maximum_warps_per_active_cycle_pct"]

@@ -6,8 +6,10 @@ from __future__ import annotations
 import importlib.machinery
 import json
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,19 @@ def test_compiled_and_interpreted_engines_agree(tmp_path, workload, arch, extra)
         pytest.skip(f"the installed engine is {mode}: nothing to compare")
     assert _metrics(workload, arch, extra, tmp_path, pure=False) == _metrics(workload, arch, extra, tmp_path,
                                                                               pure=True)
+
+
+def test_install_compiled_the_engine_where_it_could(tmp_path):
+    """Where a C compiler and the Python headers are present, `pip install` must have compiled the engine: a
+    module mypyc rejects would otherwise fall back to the interpreted engine unnoticed (pip hides the
+    build hook's warning)."""
+    compiler = sysconfig.get_config_var("CC") or "cc"
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if shutil.which(compiler.split()[0]) is None or not headers.exists():
+        pytest.skip("no C compiler or Python headers here: the interpreted engine is expected")
+    mode = _installed_mode(tmp_path)
+    assert mode == "compiled (mypyc)", (f"the installed engine is {mode}; see what mypyc says: "
+                                        "pip install -v . 2>&1 | grep -A5 'gpusim:'")
 
 
 def test_forcing_the_interpreted_engine_loads_the_sources(tmp_path):

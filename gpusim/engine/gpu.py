@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import gc
-import heapq
 import itertools
+from typing import Any, Generator
 
 import simpy
 
@@ -98,22 +98,39 @@ class GPU:
             self.end_cycle = now
         self.dispatcher.block_retired(sm, now)
 
-    def clock(self, env):
+    def clock(self, env: Any) -> Generator[Any, Any, None]:
         """The simpy process that drives the SMs: each SM says when it next has work (a warp can issue, a
         result arrives, a block starts); SMs due at the same cycle run in the order they were scheduled, and
         simulated time advances straight to the next such cycle. One process for all SMs keeps the event count
         at the number of distinct busy cycles rather than one event per SM wake-up."""
-        order = itertools.count()
-        due = [(env.now, next(order), sm) for sm in self.sms if sm.arrivals]
-        heapq.heapify(due)
-        pop, push = heapq.heappop, heapq.heappush
-        while due:
-            t, _, sm = pop(due)
-            if t > env.now:
-                yield env.timeout(t - env.now)
-            nxt = sm.step(t)
+        # Per SM: the cycle it is due (INF: idle) and when it was scheduled (ties go to the earlier). A scan over
+        # a few dozen ints beats a heap of tuples here.
+        sms = self.sms
+        count = len(sms)
+        now = int(env.now)
+        due_at = [INF] * count
+        scheduled_as = [0] * count
+        scheduled = 0
+        for index in range(count):
+            if sms[index].arrivals:
+                scheduled += 1
+                due_at[index], scheduled_as[index] = now, scheduled
+        while True:
+            first, t, order = -1, INF, 0
+            for index in range(count):
+                at = due_at[index]
+                if at < t or at == t and at != INF and scheduled_as[index] < order:
+                    first, t, order = index, at, scheduled_as[index]
+            if first < 0:
+                return
+            if t > now:
+                yield env.timeout(t - now)
+                now = t
+            nxt = sms[first].step(t)
+            due_at[first] = nxt
             if nxt != INF:
-                push(due, (nxt, next(order), sm))
+                scheduled += 1
+                scheduled_as[first] = scheduled
 
     def run(self) -> int:
         """Simulate until the last block retires; return the kernel's cycle count."""

@@ -149,9 +149,15 @@ def policy_names() -> list[str]:
 
 
 def make_policy(name: str, slots: int) -> Policy:
-    factory = _POLICIES.get(name)
+    factory: Any = _POLICIES.get(name)  # what it makes is checked below, with one clear error
     if factory is None:
         from ..errors import GpusimError
 
         raise GpusimError(f"unknown scheduler '{name}': expected one of {', '.join(policy_names())}")
-    return factory(slots)
+    policy = factory(slots)
+    if not isinstance(policy, Policy):
+        from ..errors import GpusimError
+
+        raise GpusimError(f"scheduler '{name}': its factory made a {type(policy).__name__}, expected a subclass of "
+                          "gpusim.engine.scheduler.Policy")
+    return policy

@@ -12,6 +12,7 @@ import heapq
 from typing import TYPE_CHECKING, Any
 
 from ..stats.counters import SMCounters
+from .scheduler import Policy
 from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
 from .warp import Warp, operands_ready
 
@@ -23,12 +24,12 @@ def _age(warp: Warp) -> int:
     return warp.age
 
 
-INF = 1 << 62  # "never": an int, so that every cycle time in the engine stays an int
+INF = 1 << 60  # "never": an int that the compiled engine still holds unboxed (62-bit), so cycle times stay ints
 NOT_SELECTED = "not_selected"
 
 
 class SubPartition:
-    def __init__(self, sm: SM, index: int, policy: Any, timing: TimingTable, counters: SMCounters, memory: Any):
+    def __init__(self, sm: SM, index: int, policy: Policy, timing: TimingTable, counters: SMCounters, memory: Any):
         self.sm = sm
         self.sm_index = sm.index
         self.index = index
@@ -124,7 +125,7 @@ class SubPartition:
         counters.stall[warp.reason] += now - warp.since  # the issue cycle itself is counted as selected
         counters.inst += 1
         counters.thread_inst += inst.mask.bit_count()
-        counters.by_pipeline[timing.pipeline] += 1
+        counters.pipeline_insts[timing.pipeline_index] += 1
         self.policy.issued(warp, now)
         if self.observer is not None:
             self.observer.issued(self.sm, self, warp, inst, now)

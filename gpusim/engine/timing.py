@@ -9,7 +9,7 @@ import math
 
 from ..arch import ArchSpec
 from ..workload.opcodes import (BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, LDST_GLOBAL, LDST_LOCAL, LDST_SHARED,
-                                MISC, SFU, TENSOR, WARPGROUP_MMA, OpInfo)
+                                MISC, PIPELINE_CLASSES, SFU, TENSOR, WARPGROUP_MMA, OpInfo)
 
 # Scoreboards (what a dependent instruction waits on) and the stall reason each produces.
 WAIT, SHORT, LONG, NONE = "wait", "short_scoreboard", "long_scoreboard", "none"
@@ -23,7 +23,7 @@ class OpTiming:
     as native struct slots on every issue."""
 
     __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "throttle", "is_memory", "is_branch",
-                 "is_barrier", "pipeline", "drains")
+                 "is_barrier", "pipeline", "pipeline_index", "drains")
 
     def __init__(self, pipe: str | None, interval: int, latency: int, board: str, throttle: str, is_memory: bool,
                  is_branch: bool, is_barrier: bool, pipeline: str, drains: bool):
@@ -37,6 +37,7 @@ class OpTiming:
         self.is_branch = is_branch
         self.is_barrier = is_barrier
         self.pipeline = pipeline  # the opcode's pipeline class (what the issue counters count)
+        self.pipeline_index = PIPELINE_CLASSES.index(pipeline)
         self.drains = drains  # a store or atomic: an exiting warp waits for it to complete
 
     def __repr__(self) -> str:

@@ -16,6 +16,7 @@ class SectoredCache:
         self.capacity_bytes = self.sets * self.ways * line_bytes
         # per set: line -> [valid, dirty] sector masks, least recently used first (a dict keeps insertion order)
         self._sets: list[dict[int, list[int]]] = [{} for _ in range(self.sets)]
+        self.evicted_line = -1  # the line the last fill evicted with dirty sectors (see fill)
 
     def probe(self, line: int, mask: int) -> int:
         """The wanted sectors that are present (a mask); a hit makes the line most recently used."""
@@ -29,18 +30,18 @@ class SectoredCache:
             lines[line] = state
         return present
 
-    def fill(self, line: int, mask: int, dirty: bool = False) -> list[int]:
-        """Make the sectors present (allocating the line, evicting the least recently used one). Returns
-        [evicted line, its dirty-sector mask] when a line with dirty sectors was evicted, else []."""
+    def fill(self, line: int, mask: int, dirty: bool = False) -> int:
+        """Make the sectors present (allocating the line, evicting the least recently used one). Returns the
+        dirty-sector mask of the line it evicted (then `evicted_line` names it), or 0."""
         lines = self._sets[line % self.sets]
         state = lines.get(line)
-        evicted: list[int] = []
+        evicted = 0
         if state is None:
             if len(lines) >= self.ways:
                 old_line = next(iter(lines))
-                dirty_mask = lines.pop(old_line)[1]
-                if dirty_mask:
-                    evicted = [old_line, dirty_mask]
+                evicted = lines.pop(old_line)[1]
+                if evicted:
+                    self.evicted_line = old_line
             state = lines[line] = [0, 0]
         else:
             del lines[line]

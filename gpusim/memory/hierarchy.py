@@ -250,9 +250,9 @@ class MemoryHierarchy:
             if write:
                 cache.fill(line, mask, dirty=True)
         else:
-            evicted = cache.fill(line, mask, dirty=True) if write else []
+            evicted = cache.fill(line, mask, dirty=True) if write else 0
         if evicted:
-            self._writeback(evicted[0], evicted[1], now)
+            self._writeback(cache.evicted_line, evicted, now)
         wait = int(queueing)  # queueing >= 0: rounded up to whole cycles
         if wait < queueing:
             wait += 1

@@ -14,14 +14,14 @@ REASONS = ("selected", "long_scoreboard", "short_scoreboard", "wait", "math_pipe
 class SMCounters:
     """What one SM did. Time-weighted quantities are integrals over cycles, updated when they change."""
 
-    __slots__ = ("stall", "inst", "thread_inst", "by_pipeline", "warps_resident", "warp_cycles", "active_cycles",
+    __slots__ = ("stall", "inst", "thread_inst", "pipeline_insts", "warps_resident", "warp_cycles", "active_cycles",
                  "last_change", "sp_resident", "sp_active_cycles", "sp_last_change", "blocks_done")
 
     def __init__(self, sub_partitions: int):
         self.stall = dict.fromkeys(REASONS, 0)
         self.inst = 0
         self.thread_inst = 0
-        self.by_pipeline = dict.fromkeys(PIPELINE_CLASSES, 0)
+        self.pipeline_insts = [0] * len(PIPELINE_CLASSES)  # issued, by PIPELINE_CLASSES index
         self.warps_resident = 0
         self.warp_cycles = 0  # integral of resident warps over time
         self.active_cycles = 0  # cycles with at least one resident warp
@@ -30,6 +30,11 @@ class SMCounters:
         self.sp_active_cycles = [0] * sub_partitions
         self.sp_last_change = [0] * sub_partitions
         self.blocks_done = 0
+
+    @property
+    def by_pipeline(self) -> dict[str, int]:
+        """Warp-instructions issued per pipeline class."""
+        return dict(zip(PIPELINE_CLASSES, self.pipeline_insts))
 
     def warps_changed(self, now: int, delta: int, sp: int) -> None:
         """Account the interval since the last change, then add `delta` resident warps on sub-partition `sp`."""
