@@ -1,6 +1,7 @@
 """Build hook: compile the engine's hot modules with mypyc (the list is gpusim/native.py's COMPILED).
 
-A wheel gets the extensions beside the sources it ships; an editable install gets them in the source tree.
+The extensions are built in the source tree, beside their sources (where an editable install uses them); a
+wheel also packs them.
 When compiling is impossible (no C compiler, no Python headers) or GPUSIM_PURE_PYTHON=1 is set, the build
 says so in one line and installs the interpreted engine, which gives the same results, slower.
 """
@@ -17,14 +18,17 @@ from pathlib import Path
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
+# Runs in a subprocess (a failure cannot take the build down): builds the extensions in place, C files and
+# objects in a temporary directory. Arguments: that directory, the group name, the modules.
 _SETUP = """
 import sys
 from setuptools import setup
 from mypyc.build import mypycify
-target, modules = sys.argv[1], sys.argv[2:]
-setup(name="gpusim-native", packages=[], py_modules=[], script_args=["build_ext", "--inplace", "-q", "--build-temp", target],
+target, group, modules = sys.argv[1], sys.argv[2], sys.argv[3:]
+setup(name="gpusim-native", packages=[], py_modules=[],
+      script_args=["build_ext", "--inplace", "-q", "--build-temp", target],
       ext_modules=mypycify(["--follow-imports=silent", "--ignore-missing-imports"] + modules, opt_level="3",
-                           group_name="gpusim_native", target_dir=target))
+                           group_name=group, target_dir=target))
 """
 
 
@@ -36,8 +40,8 @@ class CustomBuildHook(BuildHookInterface):
             self.app.display_info(f"gpusim: {native['PURE_ENV']} is set: installing the interpreted engine")
             return
         with tempfile.TemporaryDirectory() as target:
-            done = subprocess.run([sys.executable, "-c", _SETUP, target, *native["COMPILED"]], cwd=root,
-                                  capture_output=True, text=True)
+            done = subprocess.run([sys.executable, "-c", _SETUP, target, native["GROUP"], *native["COMPILED"]],
+                                  cwd=root, capture_output=True, text=True)
         if done.returncode != 0:
             last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
             self.app.display_warning(f"gpusim: compiling the engine with mypyc failed ({last[0][:200]}); "
@@ -50,7 +54,7 @@ class CustomBuildHook(BuildHookInterface):
         if version == "editable":
             return  # the extensions sit beside the sources the editable install points at
         suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-        built = [p for p in root.glob("*.so") if p.name.startswith(native["GROUP"] + "__mypyc")]
+        built = [p for p in root.glob(native["GROUP"] + "__mypyc.*") if p.name.endswith(suffixes)]
         built += [p for rel in native["COMPILED"] for p in (root / rel).parent.glob(Path(rel).stem + ".*")
                   if p.name.endswith(suffixes)]
         for path in built:
