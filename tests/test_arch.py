@@ -191,6 +191,14 @@ def test_bad_warp_mma_rate_is_named(value, expected):
     assert "warp_mma_flops_per_clock" in msg and expected in msg, msg
 
 
+@pytest.mark.parametrize("level, line, sector", [("l1", 128, 256), ("l2", 128, 4), ("l1", 1024, 32)])
+def test_a_line_holds_one_to_sixteen_sectors(level, line, sector):
+    data = _h100_data()
+    data["memory"][level].update(line_bytes=line, sector_bytes=sector)
+    msg = _error(data)
+    assert f"'memory.{level}.line_bytes': expected 1 to 16 sectors of {sector} bytes, got {line}" in msg, msg
+
+
 def test_warp_mma_rate_defaults_to_the_dense_peak():
     data = _h100_data()
     del data["pipelines"]["tensor"]["warp_mma_flops_per_clock"]

@@ -155,6 +155,12 @@ class Pipelines:
     ldst: Pipeline = _field("load/store address units (MIO issue)", validator=v.instance_of(Pipeline))
 
 
+def _sectors_per_line(spec) -> None:
+    """A line holds 1 to 16 sectors (every modelled part has 4; the caches keep a sector mask per line)."""
+    if not spec.sector_bytes <= spec.line_bytes <= 16 * spec.sector_bytes:
+        raise ValueError(f"line_bytes: expected 1 to 16 sectors of {spec.sector_bytes} bytes, got {spec.line_bytes}")
+
+
 @attrs.frozen
 class L1Spec:
     line_bytes: int = _field("cache line (tag) size", "bytes", validator=_power_of_two)
@@ -163,6 +169,9 @@ class L1Spec:
     hit_latency: int = _field("load-to-use latency of an L1 hit", "cycles")
     shared_latency: int = _field("load-to-use latency of a conflict-free shared-memory load", "cycles")
     mshrs: int = _field("outstanding miss entries per SM", "entries")
+
+    def __attrs_post_init__(self):
+        _sectors_per_line(self)
 
 
 @attrs.frozen
@@ -174,6 +183,9 @@ class L2Spec:
     associativity: int = _field("ways per set", "ways")
     hit_latency: int = _field("load-to-use latency of an L1 miss that hits in L2", "cycles")
     bandwidth_bytes_per_clock: int = _field("aggregate L2 read bandwidth", "bytes/clk")
+
+    def __attrs_post_init__(self):
+        _sectors_per_line(self)
 
 
 @attrs.frozen

@@ -42,6 +42,9 @@ class MemoryHierarchy:
         mem = spec.memory
         self.sector: int = mem.l1.sector_bytes
         self.sectors_per_line: int = mem.l1.line_bytes // mem.l1.sector_bytes
+        # sectors set in a line's sector mask, by mask: a table the compiled engine indexes natively
+        widest = max(self.sectors_per_line, mem.l2.line_bytes // mem.l2.sector_bytes)
+        self.sector_count: list[int] = [m.bit_count() for m in range(1 << widest)]
         self.line_bytes: int = mem.l1.line_bytes
         self.l1_hit_latency: int = mem.l1.hit_latency
         self.shared_latency: int = mem.l1.shared_latency
@@ -142,24 +145,24 @@ class MemoryHierarchy:
         if not sectors:
             return now + self.l1_hit_latency, 0
         self.ld_sectors += sectors
-        l1, mshr = self.l1[sm], self.mshr[sm]
+        l1, mshr, count = self.l1[sm], self.mshr[sm], self.sector_count
         ready, level = now + self.l1_hit_latency, L1
         hits = 0
         missing: list[tuple[int, int]] = []
         for line, mask in by_line:
             present = l1.probe(line, mask)
             if present == mask:
-                hits += mask.bit_count()
+                hits += count[mask]
                 continue
             inflight = mshr.get(line)
             if inflight is not None and inflight[0] > now:  # merged with a request in flight
-                hits += mask.bit_count()
+                hits += count[mask]
                 if inflight[0] > ready:
                     ready = inflight[0]
                 if inflight[1] > level:
                     level = inflight[1]
                 continue
-            hits += present.bit_count()
+            hits += count[present]
             missing.append((line, mask & ~present))
         self.ld_sector_hits += hits
         extra = len(by_line) - 1  # one wavefront per line through the L1 data path
@@ -224,13 +227,13 @@ class MemoryHierarchy:
         h = _hash(line)
         index = h % len(self.l2)
         cache = self.l2[index]
-        count = mask.bit_count()
+        count = self.sector_count[mask]
         free = self.slice_free[index]
         done = (free if free > now else now) + count * self.sector / self.slice_rate
         self.slice_free[index] = done
         self.l2_sectors += count
         present = cache.probe(line, mask)
-        self.l2_hits += present.bit_count()
+        self.l2_hits += self.sector_count[present]
         queueing = done - now
         level, latency = L2, self.l2_hit_latency
         missing = mask & ~present
@@ -239,7 +242,7 @@ class MemoryHierarchy:
         elif missing:
             level, latency = DRAM, self.dram_latency
             channel = h % len(self.channel_free)
-            read = missing.bit_count() * self.sector
+            read = self.sector_count[missing] * self.sector
             free = self.channel_free[channel]
             begin = free if free > done else done
             finish = begin + read / self.channel_rate
@@ -261,7 +264,7 @@ class MemoryHierarchy:
     def _writeback(self, line: int, dirty_mask: int, now: int) -> None:
         """An evicted line's dirty sectors go to DRAM: they take their channel's time from `now` on."""
         channel = _hash(line) % len(self.channel_free)
-        nbytes = dirty_mask.bit_count() * self.sector
+        nbytes = self.sector_count[dirty_mask] * self.sector
         free = self.channel_free[channel]
         self.channel_free[channel] = (free if free > now else now) + nbytes / self.channel_rate
         self.dram_write += nbytes
