@@ -12,17 +12,12 @@ import heapq
 from typing import TYPE_CHECKING, Any
 
 from ..stats.counters import SMCounters
-from .scheduler import Policy
+from .scheduler import Policy, age as _age
 from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
 from .warp import Warp, operands_ready
 
 if TYPE_CHECKING:
     from .sm import SM
-
-def _age(warp: Warp) -> int:
-    """Sort key of the ready list: launch order (smaller = older)."""
-    return warp.age
-
 
 INF = 1 << 60  # "never": an int that the compiled engine still holds unboxed (62-bit), so cycle times stay ints
 NOT_SELECTED = "not_selected"

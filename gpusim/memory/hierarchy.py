@@ -23,8 +23,8 @@ import numpy as np
 
 from ..analytic.banks import ideal_wavefronts, wavefronts
 from ..analytic.coalesce import sector_list
-from .cache import SectoredCache
 from ..workload.inst import WarpInst
+from .cache import SectoredCache
 
 L1, L2, DRAM = 0, 1, 2
 LOCAL_BASE = 1 << 44  # where per-thread local memory is mapped (interleaved by lane, as the hardware does)
