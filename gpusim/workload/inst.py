@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable
 
+from ..analytic.coalesce import active_lanes
 from .opcodes import OpInfo
 
 
@@ -60,8 +61,7 @@ class WarpInst:
 
     def active_addresses(self) -> Any:
         """Addresses of the active lanes, in lane order (a numpy array)."""
-        bits = self.mask
-        return self.addrs[[lane for lane in range(len(self.addrs)) if bits >> lane & 1]]
+        return self.addrs[active_lanes(self.mask, len(self.addrs))]
 
     def __repr__(self) -> str:
         return f"WarpInst(warp={self.warp}, pc={self.pc:#06x}, op={self.op}, mask={self.mask:#010x})"

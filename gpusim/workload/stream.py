@@ -15,10 +15,10 @@ from typing import Iterator
 import numpy as np
 
 from .expr import Expr, ExprError
+from .inst import QueueStream, WarpInst, deal
 from .kernel import FULL_MASK, PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
 from .opcodes import OpInfo
 from .program import BRA_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, register_placeholders
-from .inst import QueueStream, WarpInst, deal
 from .yamlio import WorkloadError
 
 REGISTER_CACHE_LIMIT = 4096  # resolved register-name lists kept per kernel
