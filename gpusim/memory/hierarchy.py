@@ -23,7 +23,7 @@ import numpy as np
 
 from ..analytic.banks import ideal_wavefronts, wavefronts
 from ..analytic.coalesce import sector_list
-from ..workload.inst import WarpInst
+from ..workload.inst import WarpInst, lane_offsets
 from .cache import SectoredCache
 
 L1, L2, DRAM = 0, 1, 2
@@ -102,9 +102,7 @@ class MemoryHierarchy:
         if space == "global":
             base, offsets = inst.address_key()
         else:
-            local = self._local(inst)
-            base = int(local[0])
-            offsets = (local - base).tobytes()
+            base, offsets = lane_offsets(self._local(inst))
         by_line, sectors = self._lines(base, offsets, info.width, inst.mask)
         if info.is_atomic:
             return self._atomic(by_line, now)

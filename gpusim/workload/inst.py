@@ -12,6 +12,12 @@ from ..analytic.coalesce import active_lanes
 from .opcodes import OpInfo
 
 
+def lane_offsets(addrs: Any) -> tuple[int, bytes]:
+    """(lane 0's address, every lane's offset from it as int64 bytes) for one warp's 32-lane int64 addresses."""
+    base = int(addrs[0])
+    return base, (addrs - base).tobytes()
+
+
 class WarpInst:
     """`warp` is the issuing warp's global id; it is None on an instruction without addresses that a block
     walker hands to every warp of its block as one shared object (the engine knows which warp issues it; only
@@ -31,8 +37,7 @@ class WarpInst:
         model can hash and compare without numpy (its memos key on the offsets)."""
         key = self._address_key
         if key is None:
-            base = int(self.addrs[0])
-            key = self._address_key = (base, (self.addrs - base).tobytes())
+            key = self._address_key = lane_offsets(self.addrs)
         return key
 
     @property
