@@ -164,3 +164,19 @@ def test_gemm_reports_hit_rates_and_bank_conflicts():
     c_sectors = 256 * 256 * 4 // 32
     assert m["lts__t_sectors.sum"] == a_and_b_sectors + c_sectors
     assert m["lts__t_sector_hit_rate.pct"] == pytest.approx(100 * (a_and_b_sectors / 2) / (a_and_b_sectors + c_sectors))
+
+
+def test_local_memory_is_interleaved_by_lane(tmp_path):
+    """A warp's 4-byte local access at the same per-thread offset lands in one 128-byte line (the hardware
+    interleaves local memory by lane): 4 sectors per request. 2 blocks x 2 warps x 4 trips = 16 requests."""
+    path = tmp_path / "local.yaml"
+    path.write_text("kernel: local_spill\nlaunch: {grid: [2], block: [64], registers_per_thread: 32}\n"
+                    "program:\n  - loop: 4\n    var: i\n    body:\n"
+                    "      - {op: STL, src: [r0], addr: \"i * 4\"}\n"
+                    "      - {op: LDL, dst: r1, addr: \"i * 4\"}\n"
+                    "      - {op: FADD, dst: r0, src: [r1]}\n")
+    m = run(path, "h100", sms=1).metrics
+    assert m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] == 16
+    assert m["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"] == 16
+    assert m["gpusim__sectors_per_request_global_ld"] == 4.0
+    assert m["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"] == 64
