@@ -48,6 +48,22 @@ def wavefronts(addrs: np.ndarray, width: int, mask: int, banks: int = 32, bank_w
     return total
 
 
+def atomic_wavefronts(addrs: np.ndarray, width: int, mask: int, banks: int = 32, bank_width: int = 4) -> int:
+    """Wavefronts a shared-memory atomic (ATOMS) takes: as `wavefronts`, except that lanes updating the same
+    word do not share it (an update is no broadcast): each is its own read-modify-write of the word, so the
+    cost is the largest number of active lanes whose words fall in one bank, per phase."""
+    lanes = len(addrs)
+    phases = phases_for(width, banks, bank_width, lanes)
+    per_phase = lanes // phases
+    active = active_lanes(mask, lanes)
+    total = 0
+    for p in range(phases):
+        a = addrs[p * per_phase:(p + 1) * per_phase][active[p * per_phase:(p + 1) * per_phase]]
+        if a.size:
+            total += int(np.bincount((a // bank_width) % banks).max())
+    return total
+
+
 def ideal_wavefronts(width: int, mask: int, banks: int = 32, bank_width: int = 4, warp_size: int = 32) -> int:
     """Wavefronts a conflict-free access with this width and mask takes (one per phase with active lanes)."""
     phases = phases_for(width, banks, bank_width, warp_size)

@@ -25,6 +25,11 @@ def _non_negative(instance, attribute, value):
         raise ValueError(f"{attribute.name}: expected zero or more, got {value!r}")
 
 
+def _fraction(instance, attribute, value):
+    if not 0 < value <= 1:
+        raise ValueError(f"{attribute.name}: expected a fraction in (0, 1], got {value!r}")
+
+
 def _power_of_two(instance, attribute, value):
     if value <= 0 or value & (value - 1):
         raise ValueError(f"{attribute.name}: expected a power of two, got {value!r}")
@@ -183,6 +188,11 @@ class L2Spec:
     associativity: int = _field("ways per set", "ways")
     hit_latency: int = _field("load-to-use latency of an L1 miss that hits in L2", "cycles")
     bandwidth_bytes_per_clock: int = _field("aggregate L2 read bandwidth", "bytes/clk")
+    sm_bytes_per_clock: int = _field(
+        "bandwidth of one SM's port to L2 (L1 misses, stores, atomics), per core clock", "bytes/clk")
+    atomic_cycles_per_address_update: int = _field(
+        "clocks an L2 slice needs per atomic update of one address (updates to one address serialize)", "cycles",
+        default=1)
 
     def __attrs_post_init__(self):
         _sectors_per_line(self)
@@ -195,6 +205,10 @@ class DramSpec:
     bandwidth_gbs: float = _field("peak DRAM bandwidth NVIDIA quotes", "GB/s")
     latency: int = _field("load-to-use latency of a load that misses L1 and L2", "cycles")
     channels: int = _field("independent channels the bandwidth is spread over", "channels")
+    read_efficiency: float = _field("fraction of the peak that streaming reads reach (refresh, page misses)",
+                                    "fraction", validator=_fraction)
+    write_efficiency: float = _field("fraction of the peak that write-backs reach (bus turnaround as well)",
+                                     "fraction", validator=_fraction)
 
 
 @attrs.frozen

@@ -71,8 +71,11 @@ class SubPartition:
     # --- one cycle ---------------------------------------------------------------------------------------
     def cycle(self, now: int) -> None:
         """Wake warps whose wait is over, issue at most one ready warp whose pipe is free, note when to
-        come back. Every ready warp that is not issued is charged to not_selected or its pipe's throttle."""
+        come back. Nsight Compute's rules label every ready warp that is not issued: its pipe busy, the pipe's
+        throttle (math_pipe_throttle, mio_throttle, lg_throttle); its pipe free, not_selected (another warp of
+        this scheduler issued this cycle). A warp is eligible only in the second case."""
         heap, ready, stall = self.heap, self.ready, self.counters.stall
+        pipe_free = self.pipe_free
         while heap and heap[0][0] <= now:
             t, _, warp, retire = heapq.heappop(heap)
             stall[warp.reason] += t - warp.since
@@ -80,11 +83,10 @@ class SubPartition:
             if retire:
                 self.sm.retire_warp(warp, t)
                 continue
-            warp.reason = NOT_SELECTED
+            warp.reason = NOT_SELECTED if pipe_free[warp.timing.pipe_index] <= t else warp.timing.throttle
             bisect.insort(ready, warp, key=_age)
         chosen: Warp | None = None
         if ready:
-            pipe_free = self.pipe_free
             candidates = ready if len(ready) == 1 else self.policy.order(ready, now)
             for warp in candidates:
                 if pipe_free[warp.timing.pipe_index] > now:
@@ -99,18 +101,20 @@ class SubPartition:
                     warp.since, warp.reason = now, NOT_SELECTED
             if chosen is not None:
                 self.issue(chosen, now)
-        # the next cycle this sub-partition can do anything
+        # from the next cycle on: a ready warp whose pipe is still busy is throttled, not eligible; and the
+        # next cycle this sub-partition can do anything
         nxt = heap[0][0] if heap else INF
-        if ready:
-            soon = now + 1
-            pipe_free = self.pipe_free
-            for warp in ready:
-                t = pipe_free[warp.timing.pipe_index]
-                if t <= soon:
-                    nxt = soon
-                    break
+        soon = now + 1
+        for warp in ready:
+            t = pipe_free[warp.timing.pipe_index]
+            if t > soon:
+                if warp.reason == NOT_SELECTED:
+                    stall[NOT_SELECTED] += soon - warp.since
+                    warp.since, warp.reason = soon, warp.timing.throttle
                 if t < nxt:
                     nxt = t
+            else:
+                nxt = soon
         self.next_at = nxt
 
     # --- issue -------------------------------------------------------------------------------------------
@@ -129,9 +133,11 @@ class SubPartition:
             self.pipe_free[pipe] = now + timing.interval
         regs = warp.regs
         if timing.is_memory:
-            ready_at, extra = self.memory.access(self.sm_index, inst, now)  # a MemoryResult or a plain pair
-            if extra:
-                self.pipe_free[pipe] += extra
+            ready_at, busy = self.memory.access(self.sm_index, inst, now)  # a MemoryResult or a plain pair
+            if busy:  # the pipe waits for the SM's data stage, MSHRs or port (mio_throttle / lg_throttle)
+                busy += now
+                if busy > self.pipe_free[pipe]:
+                    self.pipe_free[pipe] = busy
             if timing.drains:
                 if ready_at > warp.store_done:
                     warp.store_done = ready_at

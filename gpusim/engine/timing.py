@@ -58,6 +58,15 @@ class TimingTable:
             timing = self.cache[info.opcode] = self._derive(info)
         return timing
 
+    def tensor_rate(self, warpgroup: bool) -> float:
+        """Tensor FLOP per *core* clock per sub-partition. Simulated time runs at the core clock; the dense
+        peak (dense_fp16_flops_per_clock) holds at the tensor clock NVIDIA quotes it at (H100: 1830 of
+        1980 MHz), so per core clock it is scaled by tensor_mhz / core_mhz. Warp-level MMA runs at its own
+        measured rate per core clock (warp_mma_flops_per_clock), never above that peak."""
+        tensor, clocks = self.spec.pipelines.tensor, self.spec.clocks
+        peak = tensor.dense_fp16_flops_per_clock * min(1.0, clocks.tensor_mhz / clocks.core_mhz)
+        return peak if warpgroup else min(float(tensor.warp_mma_rate), peak)
+
     def _interval(self, lanes: float) -> int:
         return max(1, math.ceil(self.spec.sm.warp_size / lanes))
 
@@ -77,8 +86,7 @@ class TimingTable:
             return make(INT32, self._interval(p.int32.lanes), p.int32.latency, WAIT, MATH_THROTTLE)
         if cls == TENSOR:
             flops = info.mma_flops or HMMA_16816_FLOPS
-            rate = p.tensor.dense_fp16_flops_per_clock if info.base in WARPGROUP_MMA else p.tensor.warp_mma_rate
-            interval = max(1, math.ceil(flops / rate))
+            interval = max(1, math.ceil(flops / self.tensor_rate(info.base in WARPGROUP_MMA)))
             return make(TENSOR, interval, p.tensor.latency, WAIT, MATH_THROTTLE)
         if cls in (LDST_GLOBAL, LDST_LOCAL):
             return make("lsu_global", self._interval(p.ldst.lanes), mem.l1.hit_latency, LONG, LG_THROTTLE,

@@ -18,6 +18,10 @@ class SectoredCache:
         self._sets: list[dict[int, list[int]]] = [{} for _ in range(self.sets)]
         self.evicted_line = -1  # the line the last fill evicted with dirty sectors (see fill)
 
+    def lines(self) -> list[dict[int, list[int]]]:
+        """Every set: line -> [valid, dirty] sector masks (for end-of-kernel accounting; do not modify)."""
+        return self._sets
+
     def probe(self, line: int, mask: int) -> int:
         """The wanted sectors that are present (a mask); a hit makes the line most recently used."""
         lines = self._sets[line % self.sets]

@@ -1,14 +1,23 @@
 """The register -> L1 -> L2 -> DRAM model behind the engine's memory interface.
 
 * Global and local loads are coalesced into 32-byte sectors. Each SM's L1 is sectored, set-associative and LRU,
-  its capacity the unified L1 + shared memory minus the launch's shared-memory carveout; a miss allocates on
-  fill, requests to a line already in flight merge in the MSHRs, and a full MSHR table holds the load/store
-  pipe (lg_throttle). Stores are write-through and do not allocate in L1; atomics are performed at L2.
+  its capacity the unified L1 + shared memory minus the launch's shared-memory carveout. A miss takes an MSHR
+  entry until its data arrives; a request for a sector already in flight merges with that entry and completes
+  no earlier than the data (it is counted as merged, never as a hit). A full MSHR table holds the load/store
+  pipe (lg_throttle). Stores are write-through and do not allocate in L1; atomics are performed at L2, where
+  updates to one address serialize.
+* Each SM has one L1TEX data stage, `banks x bank_width` bytes (128 B) per clock, shared by its four
+  sub-partitions: shared-memory wavefronts (banks.py) and global accesses (one wavefront per 128-byte line)
+  queue for it in order. Each SM's port to L2 moves at most `l2.sm_bytes_per_clock`.
 * L2 is split into slices by an address hash; each slice serves its share of the L2 bandwidth and queues
   what arrives faster. It is sectored, set-associative, LRU, write-back: dirty sectors cost DRAM writes when
-  evicted.
-* DRAM is a set of channels sharing the arch's bandwidth at the core clock, each with its own queue.
-* Shared memory is served in wavefronts (banks.py); conflicts hold the MIO pipe and delay the data.
+  evicted, and what is still dirty when the kernel ends is reported (gpusim__l2_dirty_bytes_at_end), not
+  written. A sector in flight from DRAM is pending: a second request for it merges and waits for the data.
+* DRAM is a set of channels sharing the arch's bandwidth at the core clock, each with its own queue; reads and
+  writes reach the arch's measured efficiency (dram.read_efficiency, dram.write_efficiency).
+* With `--sms N` below the chip's SM count, the L2 and DRAM bandwidths are scaled to the SM share (the other
+  SMs are taken to be as busy): N/SMs of the slices and channels (at least one each) at their full rates.
+  Capacities and latencies stay those of the whole chip.
 
 Latencies are the arch's load-to-use figures for each level (what pointer-chase benchmarks measure), plus any
 queueing and transfer time. Requests arrive in nondecreasing time across the GPU, so queues stay causal.
@@ -21,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from ..analytic.banks import ideal_wavefronts, wavefronts
-from ..analytic.coalesce import sector_list
+from ..analytic.banks import atomic_wavefronts, ideal_wavefronts, wavefronts
+from ..analytic.coalesce import active_lanes, sector_list
 from ..workload.inst import WarpInst, lane_offsets
 from .cache import SectoredCache
 
@@ -40,6 +49,7 @@ def _hash(line: int) -> int:
 class MemoryHierarchy:
     def __init__(self, spec: Any, sms: int, l1_bytes: int):
         mem = spec.memory
+        share = min(1.0, sms / spec.sms)  # of the chip's L2 and DRAM bandwidth (see the module docstring)
         self.sector: int = mem.l1.sector_bytes
         self.sectors_per_line: int = mem.l1.line_bytes // mem.l1.sector_bytes
         # sectors set in a line's sector mask, by mask: a table the compiled engine indexes natively
@@ -53,16 +63,30 @@ class MemoryHierarchy:
         self.dram_latency: int = mem.dram.latency
         self.l1_bytes = l1_bytes
         self.l1 = [SectoredCache(l1_bytes, mem.l1.line_bytes, self.sector, mem.l1.associativity) for _ in range(sms)]
-        self.mshr: list[dict[int, tuple[int, int]]] = [{} for _ in range(sms)]  # line -> (data ready, level)
+        # line -> (data ready, level, mask of the sectors in flight)
+        self.mshr: list[dict[int, tuple[int, int, int]]] = [{} for _ in range(sms)]
         self.mshr_order: list[list[tuple[int, int]]] = [[] for _ in range(sms)]  # (data ready, line), sorted
-        slice_bytes = mem.l2.size_bytes // mem.l2.slices
+        # a share of the chip keeps that share of the slices and channels (at least one), each at its full rate,
+        # and the whole L2 capacity
+        slices = max(1, round(mem.l2.slices * share))
+        channels = max(1, round(mem.dram.channels * share))
+        slice_bytes = mem.l2.size_bytes // slices
         self.l2 = [SectoredCache(slice_bytes, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.associativity)
-                   for _ in range(mem.l2.slices)]
-        self.slice_free: list[float] = [0.0] * mem.l2.slices
+                   for _ in range(slices)]
+        # per slice: line -> (cycle its DRAM data is back, mask of the sectors in flight from DRAM)
+        self.l2_pending: list[dict[int, tuple[int, int]]] = [{} for _ in range(slices)]
+        self.l2_pending_limit: list[int] = [1024] * slices
+        self.slice_free: list[float] = [0.0] * slices
         self.slice_rate: float = mem.l2.bandwidth_bytes_per_clock / mem.l2.slices  # bytes per core clock
+        self.atomic_cycles: int = mem.l2.atomic_cycles_per_address_update
         dram_bytes_per_clock = mem.dram.bandwidth_gbs * 1e9 / (spec.clocks.core_mhz * 1e6)
-        self.channel_free: list[float] = [0.0] * mem.dram.channels
+        self.channel_free: list[float] = [0.0] * channels
         self.channel_rate: float = dram_bytes_per_clock / mem.dram.channels
+        self.channel_read_rate: float = self.channel_rate * mem.dram.read_efficiency
+        self.channel_write_rate: float = self.channel_rate * mem.dram.write_efficiency
+        self.data_free: list[int] = [0] * sms  # first free cycle of each SM's L1TEX data stage
+        self.port_free: list[float] = [0.0] * sms  # each SM's port to L2: when it is next free
+        self.port_rate: float = float(mem.l2.sm_bytes_per_clock)
         self.banks: int = spec.shared_memory.banks
         self.bank_width: int = spec.shared_memory.bank_width_bytes
         self.clock_hz = spec.clocks.core_mhz * 1e6
@@ -72,6 +96,12 @@ class MemoryHierarchy:
         self.ld_requests = 0
         self.ld_sectors = 0
         self.ld_sector_hits = 0
+        self.l1_merged = 0
+        self.l2_merged = 0
+        self.data_wavefronts = 0
+        self.port_bytes = 0
+        self.atomic_updates = 0
+        self.smem_conflicts_atom = 0
         self.st_requests = 0
         self.st_sectors = 0
         self.atom_requests = 0
@@ -90,13 +120,14 @@ class MemoryHierarchy:
 
     # --- the interface -------------------------------------------------------------------------------------
     def access(self, sm: int, inst: WarpInst, now: int) -> tuple[int, int]:
+        """(cycle the data is ready or the write done, cycles from `now` the issuing pipe stays busy at least)."""
         info = inst.info
         space = info.space
         if inst.addrs is None:  # a traced access without lane addresses (predicated off): no data moves
             self.no_address += 1
             return now + (self.shared_latency if space == "shared" else self.l1_hit_latency), 0
         if space == "shared":
-            return self._shared(inst, now)
+            return self._shared(sm, inst, now)
         if space == "const":
             return now + self.l1_hit_latency, 0
         if space == "global":
@@ -105,10 +136,29 @@ class MemoryHierarchy:
             base, offsets = lane_offsets(self._local(inst))
         by_line, sectors = self._lines(base, offsets, info.width, inst.mask)
         if info.is_atomic:
-            return self._atomic(by_line, now)
+            return self._atomic(sm, inst, by_line, now)
         if info.is_store:
             return self._store(sm, by_line, sectors, now)
         return self._load(sm, by_line, sectors, now)
+
+    def _data_stage(self, sm: int, wavefronts: int, now: int) -> int:
+        """Queue `wavefronts` passes through the SM's L1TEX data stage (one per clock); return the first one's
+        cycle. The stage is the SM's, shared by its sub-partitions: it moves at most banks x bank width bytes a
+        clock, shared-memory and global data alike."""
+        free = self.data_free[sm]
+        start = free if free > now else now
+        self.data_free[sm] = start + wavefronts
+        self.data_wavefronts += wavefronts
+        return start
+
+    def _port(self, sm: int, nbytes: int, now: int) -> int:
+        """Queue `nbytes` on the SM's port to L2; return the cycle the request leaves (the queueing it met)."""
+        free = self.port_free[sm]
+        start = free if free > now else now
+        self.port_free[sm] = start + nbytes / self.port_rate
+        self.port_bytes += nbytes
+        leave = int(start)
+        return leave + 1 if leave < start else leave
 
     # --- global / local ------------------------------------------------------------------------------------
     def _local(self, inst: WarpInst) -> Any:
@@ -144,32 +194,42 @@ class MemoryHierarchy:
             return now + self.l1_hit_latency, 0
         self.ld_sectors += sectors
         l1, mshr, count = self.l1[sm], self.mshr[sm], self.sector_count
-        ready, level = now + self.l1_hit_latency, L1
-        hits = 0
+        lines = len(by_line)
+        start = self._data_stage(sm, lines, now)  # one wavefront per line
+        busy = start + lines - now
+        ready, level = start + lines - 1 + self.l1_hit_latency, L1
+        hits = merged = 0
         missing: list[tuple[int, int]] = []
         for line, mask in by_line:
-            present = l1.probe(line, mask)
-            if present == mask:
-                hits += count[mask]
-                continue
             inflight = mshr.get(line)
-            if inflight is not None and inflight[0] > now:  # merged with a request in flight
-                hits += count[mask]
-                if inflight[0] > ready:
-                    ready = inflight[0]
-                if inflight[1] > level:
-                    level = inflight[1]
-                continue
+            if inflight is not None and inflight[0] > now:
+                pending = inflight[2] & mask
+                if pending:  # merged with the miss in flight: done when its data arrives, not before
+                    merged += count[pending]
+                    if inflight[0] > ready:
+                        ready = inflight[0]
+                    if inflight[1] > level:
+                        level = inflight[1]
+                    mask &= ~pending
+                    if not mask:
+                        continue
+            present = l1.probe(line, mask)
             hits += count[present]
-            missing.append((line, mask & ~present))
+            if present != mask:
+                missing.append((line, mask & ~present))
         self.ld_sector_hits += hits
-        extra = len(by_line) - 1  # one wavefront per line through the L1 data path
+        self.l1_merged += merged
         if missing:
-            extra += self._reserve_mshrs(sm, len(missing), now)
+            busy += self._reserve_mshrs(sm, len(missing), now)
             order = self.mshr_order[sm]
             for line, mask in missing:
-                t, lvl = self._l2_access(line, mask, now, write=False)
-                mshr[line] = (t, lvl)
+                leave = self._port(sm, count[mask] * self.sector, now)
+                t, lvl = self._l2_access(line, mask, leave, write=False)
+                inflight = mshr.get(line)
+                if inflight is not None and inflight[0] > now:  # other sectors of the line are in flight too
+                    mshr[line] = (max(t, inflight[0]), max(lvl, inflight[1]), inflight[2] | mask)
+                else:
+                    mshr[line] = (t, lvl, mask)
                 bisect.insort(order, (t, line))
                 l1.fill(line, mask)
                 if t > ready:
@@ -178,7 +238,7 @@ class MemoryHierarchy:
                     level = lvl
         self.latency_sum[level] += ready - now
         self.latency_count[level] += 1
-        return ready, extra
+        return ready, busy
 
     def _reserve_mshrs(self, sm: int, needed: int, now: int) -> int:
         """Cycles the pipe must wait for `needed` MSHR entries (0 when enough are free). Entries are kept in
@@ -187,7 +247,8 @@ class MemoryHierarchy:
         expired = 0
         while expired < len(order) and order[expired][0] <= now:
             t, line = order[expired]
-            if mshr.get(line, (None,))[0] == t:
+            entry = mshr.get(line)
+            if entry is not None and entry[0] == t:
                 del mshr[line]
             expired += 1
         if expired:
@@ -203,47 +264,87 @@ class MemoryHierarchy:
         self.st_sectors += sectors
         if not sectors:
             return now + 1, 0
-        done = now + 1
+        lines = len(by_line)
+        start = self._data_stage(sm, lines, now)
+        done = start + lines
+        count = self.sector_count
         for line, mask in by_line:
-            t, _lvl = self._l2_access(line, mask, now, write=True)
+            leave = self._port(sm, count[mask] * self.sector, start)
+            t, _lvl = self._l2_access(line, mask, leave, write=True)
             if t > done:
                 done = t
-        return done, len(by_line) - 1
+        return done, start + lines - now
 
-    def _atomic(self, by_line: list[tuple[int, int]], now: int) -> tuple[int, int]:
+    def _atomic(self, sm: int, inst: WarpInst, by_line: list[tuple[int, int]], now: int) -> tuple[int, int]:
+        """Atomics are performed at the line's L2 slice. Lanes updating the same address serialize there,
+        one update per `atomic_cycles`; different addresses proceed at the slice's bandwidth."""
         self.atom_requests += 1
+        lines = len(by_line)
+        if not lines:
+            return now + self.l1_hit_latency, 0
+        start = self._data_stage(sm, lines, now)
         done = now + self.l2_hit_latency
+        count = self.sector_count
+        hottest = self._hottest_address_per_line(inst)
         for line, mask in by_line:
-            t, _lvl = self._l2_access(line, mask, now, write=True, atomic=True)
+            leave = self._port(sm, count[mask] * self.sector, start)
+            updates = hottest.get(line, 1)
+            t, _lvl = self._l2_access(line, mask, leave, write=True, atomic=updates)
             if t > done:
                 done = t
-        return done, len(by_line) - 1
+        return done, start + lines - now
+
+    def _hottest_address_per_line(self, inst: WarpInst) -> dict[int, int]:
+        """Line -> the largest number of active lanes that update one address in it."""
+        addrs = inst.addrs[active_lanes(inst.mask, len(inst.addrs))]
+        self.atomic_updates += int(addrs.size)
+        if not addrs.size:
+            return {}
+        unique, lanes = np.unique(addrs, return_counts=True)
+        hottest: dict[int, int] = {}
+        for address, n in zip(unique.tolist(), lanes.tolist()):
+            line = address // self.line_bytes
+            if n > hottest.get(line, 0):
+                hottest[line] = n
+        return hottest
 
     # --- L2 and DRAM ---------------------------------------------------------------------------------------
-    def _l2_access(self, line: int, mask: int, now: int, write: bool, atomic: bool = False) -> tuple[int, int]:
-        """Serve the masked sectors of one line at its L2 slice; return (cycle the data is back, level)."""
+    def _l2_access(self, line: int, mask: int, now: int, write: bool, atomic: int = 0) -> tuple[int, int]:
+        """Serve the masked sectors of one line at its L2 slice; return (cycle the data is back, level).
+        `atomic`: the updates to the line's hottest address (they serialize at the slice), 0 for no atomic."""
         h = _hash(line)
         index = h % len(self.l2)
         cache = self.l2[index]
         count = self.sector_count[mask]
         free = self.slice_free[index]
-        done = (free if free > now else now) + count * self.sector / self.slice_rate
+        service = count * self.sector / self.slice_rate
+        if atomic * self.atomic_cycles > service:
+            service = atomic * self.atomic_cycles
+        done = (free if free > now else now) + service
         self.slice_free[index] = done
         self.l2_sectors += count
-        present = cache.probe(line, mask)
+        pending = self.l2_pending[index]
+        entry = pending.get(line)
+        inflight = entry[1] & mask if entry is not None and entry[0] > now else 0
+        present = cache.probe(line, mask & ~inflight)
         self.l2_hits += self.sector_count[present]
         queueing = done - now
         level, latency = L2, self.l2_hit_latency
-        missing = mask & ~present
+        missing = mask & ~present & ~inflight
+        back = 0  # merged with sectors in flight from DRAM: not before they arrive
+        if inflight:
+            self.l2_merged += self.sector_count[inflight]
+            level, back = DRAM, entry[0] if entry is not None else 0
         if write and not atomic:  # write-back L2; a full-sector write needs no read from DRAM
             evicted = cache.fill(line, mask, dirty=True)
+            level, back = L2, 0
         elif missing:
             level, latency = DRAM, self.dram_latency
             channel = h % len(self.channel_free)
             read = self.sector_count[missing] * self.sector
             free = self.channel_free[channel]
             begin = free if free > done else done
-            finish = begin + read / self.channel_rate
+            finish = begin + read / self.channel_read_rate
             self.channel_free[channel] = finish
             self.dram_read += read
             queueing = finish - now
@@ -257,42 +358,75 @@ class MemoryHierarchy:
         wait = int(queueing)  # queueing >= 0: rounded up to whole cycles
         if wait < queueing:
             wait += 1
-        return now + latency + wait, level
+        t = now + latency + wait
+        if back > t:
+            t = back
+        if missing and not (write and not atomic):
+            self._pend(index, line, missing, t, now)
+        return t, level
+
+    def _pend(self, index: int, line: int, mask: int, back: int, now: int) -> None:
+        """Note sectors in flight from DRAM to slice `index` until `back`; drop expired entries now and then."""
+        pending = self.l2_pending[index]
+        entry = pending.get(line)
+        if entry is not None and entry[0] > now:
+            pending[line] = (max(back, entry[0]), entry[1] | mask)
+        else:
+            pending[line] = (back, mask)
+        if len(pending) > self.l2_pending_limit[index]:
+            for key in [k for k, e in pending.items() if e[0] <= now]:
+                del pending[key]
+            self.l2_pending_limit[index] = 2 * len(pending) + 1024
 
     def _writeback(self, line: int, dirty_mask: int, now: int) -> None:
         """An evicted line's dirty sectors go to DRAM: they take their channel's time from `now` on."""
         channel = _hash(line) % len(self.channel_free)
         nbytes = self.sector_count[dirty_mask] * self.sector
         free = self.channel_free[channel]
-        self.channel_free[channel] = (free if free > now else now) + nbytes / self.channel_rate
+        self.channel_free[channel] = (free if free > now else now) + nbytes / self.channel_write_rate
         self.dram_write += nbytes
 
+    def dirty_bytes(self) -> int:
+        """Bytes of dirty L2 sectors not yet written to DRAM."""
+        total = 0
+        count = self.sector_count
+        for cache in self.l2:
+            for lines in cache.lines():
+                for state in lines.values():
+                    total += count[state[1]]
+        return total * self.sector
+
     # --- shared memory -------------------------------------------------------------------------------------
-    def _shared(self, inst: WarpInst, now: int) -> tuple[int, int]:
+    def _shared(self, sm: int, inst: WarpInst, now: int) -> tuple[int, int]:
         info, mask = inst.info, inst.mask
+        atomic = info.is_atomic
         base, offsets = inst.address_key()
-        key = (info.width, mask, base, offsets)  # shared addresses are per-block offsets: patterns repeat
+        key = (info.width + (1 << 16 if atomic else 0), mask, base, offsets)  # per-block offsets: patterns repeat
         wf = self._bank_memo.get(key)
         if wf is None:
             if len(self._bank_memo) > _MEMO_LIMIT:
                 self._bank_memo.clear()
-            wf = self._bank_memo[key] = (wavefronts(inst.addrs, info.width, mask, self.banks, self.bank_width),
+            count = atomic_wavefronts if atomic else wavefronts
+            wf = self._bank_memo[key] = (count(inst.addrs, info.width, mask, self.banks, self.bank_width),
                                          ideal_wavefronts(info.width, mask, self.banks, self.bank_width))
         waves, ideal = wf
         self.smem_requests += 1
         self.smem_wavefronts += waves
-        if info.is_store:
+        if atomic:
+            self.smem_conflicts_atom += waves - ideal
+        elif info.is_store:
             self.smem_conflicts_st += waves - ideal
         else:
             self.smem_conflicts_ld += waves - ideal
-        return now + self.shared_latency + max(0, waves - 1), max(0, waves - ideal)
+        start = self._data_stage(sm, waves, now)
+        return start + self.shared_latency + waves - 1, start + waves - now
 
     # --- metrics -------------------------------------------------------------------------------------------
     def metrics(self, cycles: int) -> dict:
         # write-backs queued near the end can finish after the last warp: measure bandwidth over DRAM's busy window
         window = max([cycles] + self.channel_free)
         seconds = window / self.clock_hz if window else 0.0
-        conflicts = self.smem_conflicts_ld + self.smem_conflicts_st
+        conflicts = self.smem_conflicts_ld + self.smem_conflicts_st + self.smem_conflicts_atom
         dram = self.dram_read + self.dram_write
 
         def pct(a, b):
@@ -309,16 +443,25 @@ class MemoryHierarchy:
             "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum": self.atom_requests,
             "l1tex__t_sector_hit_rate.pct": pct(self.ld_sector_hits, self.ld_sectors),
             "gpusim__sectors_per_request_global_ld": self.ld_sectors / self.ld_requests if self.ld_requests else 0.0,
+            "gpusim__l1_mshr_merged_sectors": self.l1_merged,
+            "gpusim__l2_pending_merged_sectors": self.l2_merged,
+            "gpusim__atomic_lane_updates": self.atomic_updates,
+            "l1tex__data_pipe_lsu_wavefronts.sum": self.data_wavefronts,
+            "l1tex__data_pipe_lsu_wavefronts.avg.per_cycle_elapsed": (
+                self.data_wavefronts / (cycles * len(self.data_free)) if cycles else 0.0),
+            "gpusim__l1_to_l2_bytes": self.port_bytes,
             "lts__t_sectors.sum": self.l2_sectors,
             "lts__t_sector_hit_rate.pct": pct(self.l2_hits, self.l2_sectors),
             "dram__bytes_read.sum": self.dram_read,
             "dram__bytes_write.sum": self.dram_write,
             "dram__bytes.sum": dram,
             "dram__bytes.sum.per_second": dram / seconds if seconds else 0.0,
+            "gpusim__l2_dirty_bytes_at_end": self.dirty_bytes(),
             "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": self.smem_wavefronts,
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum": conflicts,
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": self.smem_conflicts_ld,
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": self.smem_conflicts_st,
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum": self.smem_conflicts_atom,
             "gpgpu_n_shmem_bkconflict": conflicts,
             "gpusim__l1_capacity_bytes": self.l1_bytes,
             "gpusim__mshr_full_events": self.mshr_stalls,

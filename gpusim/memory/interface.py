@@ -2,8 +2,9 @@
 
 The engine calls `access(sm_index, inst, now)` once per memory warp-instruction at its issue cycle, with
 the per-lane addresses, width, space and active mask on `inst`; the model answers when the data is ready
-(loads: the destination registers; stores: when the write is done, for draining) and for how many extra
-cycles the load/store pipe stays busy (bank-conflict wavefronts, full MSHRs). Calls arrive in nondecreasing
+(loads: the destination registers; stores: when the write is done, for draining) and for how many cycles
+from issue the load/store pipe stays busy at least (the SM's data stage, bank-conflict wavefronts, full MSHRs;
+0 or less than the pipe's issue interval: the interval). Calls arrive in nondecreasing
 `now` order across the whole GPU, so a model may keep queue state (L2 slices, DRAM channels).
 """
 
@@ -15,10 +16,10 @@ from ..arch import ArchSpec
 
 
 class MemoryResult(NamedTuple):
-    """What `access` answers; a model may return any (ready_at, extra_pipe_cycles) pair (the engine unpacks it)."""
+    """What `access` answers; a model may return any (ready_at, pipe_busy_cycles) pair (the engine unpacks it)."""
 
     ready_at: int  # cycle the loaded registers are written (or the store/atomic completes)
-    extra_pipe_cycles: int = 0  # beyond the pipe's base issue interval
+    pipe_busy_cycles: int = 0  # from issue, at least (the pipe's own issue interval applies in any case)
 
 
 class MemorySystem(Protocol):
