@@ -131,10 +131,14 @@ def test_smem_stride_bank_conflicts(stride, pad, width, wavefronts_per_request):
 
 
 @pytest.mark.parametrize("arch", ARCH_NAMES)
-def test_stream_reaches_dram_peak(arch):
-    peak = gpusim.load_arch(arch).memory.dram.bandwidth_gbs * 1e9
+def test_stream_reaches_the_achievable_dram_bandwidth(arch):
+    """A copy runs DRAM at its measured efficiency: no faster than the read efficiency allows, and at least
+    90% of the copy efficiency (reads and write-backs mixed: 2 / (1/read + 1/write) of the peak)."""
+    dram = gpusim.load_arch(arch).memory.dram
+    peak = dram.bandwidth_gbs * 1e9
+    copy = 2 / (1 / dram.read_efficiency + 1 / dram.write_efficiency)
     bw = run(MB / "stream.yaml", arch).metrics["dram__bytes.sum.per_second"]
-    assert 0.9 * peak <= bw <= peak
+    assert 0.9 * copy * peak <= bw <= dram.read_efficiency * peak
 
 
 @pytest.mark.parametrize("pattern, low, high", [(0, 4, 4), (1, 32, 32), (2, 24, 32)])
@@ -163,7 +167,9 @@ def test_gemm_reports_hit_rates_and_bank_conflicts():
     a_and_b_sectors = 2 * (2 * 256 * 256 * 2 // 32)  # A and B, each read twice
     c_sectors = 256 * 256 * 4 // 32
     assert m["lts__t_sectors.sum"] == a_and_b_sectors + c_sectors
-    assert m["lts__t_sector_hit_rate.pct"] == pytest.approx(100 * (a_and_b_sectors / 2) / (a_and_b_sectors + c_sectors))
+    # the second read of a tile hits L2, or merges with the first read's DRAM fill while that is in flight
+    hits = m["lts__t_sector_hit_rate.pct"] / 100 * m["lts__t_sectors.sum"]
+    assert hits + m["gpusim__l2_pending_merged_sectors"] == pytest.approx(a_and_b_sectors / 2)
 
 
 def test_local_memory_is_interleaved_by_lane(tmp_path):

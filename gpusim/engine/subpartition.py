@@ -123,7 +123,11 @@ class SubPartition:
         assert inst is not None, "only a warp with a fetched instruction is ready"
         counters.stall[warp.reason] += now - warp.since  # the issue cycle itself is counted as selected
         counters.inst += 1
-        counters.thread_inst += inst.mask.bit_count()
+        lanes = inst.mask.bit_count()
+        counters.thread_inst += lanes
+        if timing.fp32_flops:
+            counters.fp32_flops += timing.fp32_flops * lanes
+        counters.tensor_flops += timing.tensor_flops
         counters.pipeline_insts[timing.pipeline_index] += 1
         self.policy.issued(warp, now)
         if self.observer is not None:
@@ -154,11 +158,15 @@ class SubPartition:
         nxt = now + 1
         warp.since = nxt
         following = next(warp.stream, None)
-        if following is None:
+        if following is None:  # the warp exits once its stores are done and its loads have arrived
             warp.inst = None
             self.ready.remove(warp)
-            if warp.store_done > nxt:
-                self.sleep(warp, warp.store_done, "drain", retire=True)
+            done = warp.store_done
+            for entry in regs.values():
+                if entry[0] > done:
+                    done = entry[0]
+            if done > nxt:
+                self.sleep(warp, done, "drain", retire=True)
             else:
                 self.sm.retire_warp(warp, nxt)
             return

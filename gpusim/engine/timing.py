@@ -15,6 +15,7 @@ from ..workload.opcodes import (BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, 
 WAIT, SHORT, LONG, NONE = "wait", "short_scoreboard", "long_scoreboard", "none"
 MATH_THROTTLE, MIO_THROTTLE, LG_THROTTLE = "math_pipe_throttle", "mio_throttle", "lg_throttle"
 HMMA_16816_FLOPS = 2 * 16 * 8 * 16  # the shape assumed for a tensor opcode that names none
+FP32_FLOPS = {"FFMA": 2, "FADD": 1, "FMUL": 1, "FFMA2": 4, "FADD2": 2, "FMUL2": 2}  # per thread
 PIPES = (None, FP32, INT32, FP64, SFU, TENSOR, "lsu_global", "lsu_shared")  # None: the issue slot only
 
 
@@ -23,7 +24,7 @@ class OpTiming:
     as native struct slots on every issue."""
 
     __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "throttle", "is_memory", "is_branch",
-                 "is_barrier", "pipeline", "pipeline_index", "drains")
+                 "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops")
 
     def __init__(self, pipe: str | None, interval: int, latency: int, board: str, throttle: str, is_memory: bool,
                  is_branch: bool, is_barrier: bool, pipeline: str, drains: bool):
@@ -39,6 +40,8 @@ class OpTiming:
         self.pipeline = pipeline  # the opcode's pipeline class (what the issue counters count)
         self.pipeline_index = PIPELINE_CLASSES.index(pipeline)
         self.drains = drains  # a store or atomic: an exiting warp waits for it to complete
+        self.fp32_flops = 0  # FP32 FLOP per active thread (FFMA 2, FADD / FMUL 1)
+        self.tensor_flops = 0  # tensor FLOP per warp-instruction
 
     def __repr__(self) -> str:
         return (f"OpTiming(pipe={self.pipe!r}, interval={self.interval}, latency={self.latency}, "
@@ -81,13 +84,18 @@ class TimingTable:
         if cls in (FP32, INT32, FP64, SFU):
             pipe = {FP32: p.fp32, INT32: p.int32, FP64: p.fp64, SFU: p.sfu}[cls]
             board, throttle = (SHORT, MIO_THROTTLE) if cls == SFU else (WAIT, MATH_THROTTLE)
-            return make(cls, self._interval(pipe.lanes), pipe.latency, board, throttle)
+            timing = make(cls, self._interval(pipe.lanes), pipe.latency, board, throttle)
+            if cls == FP32:
+                timing.fp32_flops = FP32_FLOPS.get(info.base, 0)
+            return timing
         if cls == MISC:
             return make(INT32, self._interval(p.int32.lanes), p.int32.latency, WAIT, MATH_THROTTLE)
         if cls == TENSOR:
             flops = info.mma_flops or HMMA_16816_FLOPS
             interval = max(1, math.ceil(flops / self.tensor_rate(info.base in WARPGROUP_MMA)))
-            return make(TENSOR, interval, p.tensor.latency, WAIT, MATH_THROTTLE)
+            timing = make(TENSOR, interval, p.tensor.latency, WAIT, MATH_THROTTLE)
+            timing.tensor_flops = flops
+            return timing
         if cls in (LDST_GLOBAL, LDST_LOCAL):
             return make("lsu_global", self._interval(p.ldst.lanes), mem.l1.hit_latency, LONG, LG_THROTTLE,
                         memory=info.is_memory)

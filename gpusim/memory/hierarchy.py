@@ -101,6 +101,7 @@ class MemoryHierarchy:
         self.data_wavefronts = 0
         self.port_bytes = 0
         self.atomic_updates = 0
+        self.atom_sectors = 0
         self.smem_conflicts_atom = 0
         self.st_requests = 0
         self.st_sectors = 0
@@ -236,8 +237,9 @@ class MemoryHierarchy:
                     ready = t
                 if lvl > level:
                     level = lvl
-        self.latency_sum[level] += ready - now
-        self.latency_count[level] += 1
+        if missing or not merged:  # a load served only by misses already in flight made no trip of its own
+            self.latency_sum[level] += ready - now
+            self.latency_count[level] += 1
         return ready, busy
 
     def _reserve_mshrs(self, sm: int, needed: int, now: int) -> int:
@@ -280,11 +282,13 @@ class MemoryHierarchy:
         one update per `atomic_cycles`; different addresses proceed at the slice's bandwidth."""
         self.atom_requests += 1
         lines = len(by_line)
+        count = self.sector_count
+        for _line, mask in by_line:
+            self.atom_sectors += count[mask]
         if not lines:
             return now + self.l1_hit_latency, 0
         start = self._data_stage(sm, lines, now)
         done = now + self.l2_hit_latency
-        count = self.sector_count
         hottest = self._hottest_address_per_line(inst)
         for line, mask in by_line:
             leave = self._port(sm, count[mask] * self.sector, start)
@@ -446,6 +450,7 @@ class MemoryHierarchy:
             "gpusim__l1_mshr_merged_sectors": self.l1_merged,
             "gpusim__l2_pending_merged_sectors": self.l2_merged,
             "gpusim__atomic_lane_updates": self.atomic_updates,
+            "gpusim__atomic_sectors": self.atom_sectors,
             "l1tex__data_pipe_lsu_wavefronts.sum": self.data_wavefronts,
             "l1tex__data_pipe_lsu_wavefronts.avg.per_cycle_elapsed": (
                 self.data_wavefronts / (cycles * len(self.data_free)) if cycles else 0.0),

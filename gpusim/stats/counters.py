@@ -14,13 +14,15 @@ REASONS = ("selected", "long_scoreboard", "short_scoreboard", "wait", "math_pipe
 class SMCounters:
     """What one SM did. Time-weighted quantities are integrals over cycles, updated when they change."""
 
-    __slots__ = ("stall", "inst", "thread_inst", "pipeline_insts", "warps_resident", "warp_cycles", "active_cycles",
+    __slots__ = ("stall", "inst", "thread_inst", "fp32_flops", "tensor_flops", "pipeline_insts", "warps_resident", "warp_cycles", "active_cycles",
                  "last_change", "sp_resident", "sp_active_cycles", "sp_last_change", "blocks_done")
 
     def __init__(self, sub_partitions: int):
         self.stall = dict.fromkeys(REASONS, 0)
         self.inst = 0
         self.thread_inst = 0
+        self.fp32_flops = 0  # FP32 FLOP done (FFMA = 2 per active thread)
+        self.tensor_flops = 0  # tensor-core FLOP done
         self.pipeline_insts = [0] * len(PIPELINE_CLASSES)  # issued, by PIPELINE_CLASSES index
         self.warps_resident = 0
         self.warp_cycles = 0  # integral of resident warps over time

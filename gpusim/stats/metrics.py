@@ -26,6 +26,9 @@ def kernel_metrics(gpu, cycles: int) -> dict:
     stall = {r: sum(c.stall[r] for c in counters) for r in REASONS}
     stall["selected"] = inst  # each issue is one warp-cycle in the selected state
     occ = gpu.occupancy
+    seconds = cycles / (spec.clocks.core_mhz * 1e6)
+    fp32_flops = sum(c.fp32_flops for c in counters)
+    tensor_flops = sum(c.tensor_flops for c in counters)
     m = {
         "gpu_sim_cycle": cycles,
         "gpc__cycles_elapsed.max": cycles,
@@ -44,6 +47,10 @@ def kernel_metrics(gpu, cycles: int) -> dict:
         "smsp__warps_eligible.avg.per_cycle_active": _ratio(stall["selected"] + stall["not_selected"], sp_active),
         "smsp__warps_active.avg.per_cycle_active": _ratio(warp_cycles, sp_active),
         "smsp__average_warp_latency_per_inst_issued.ratio": _ratio(warp_cycles, inst),
+        "gpusim__fp32_flop.sum": fp32_flops,
+        "gpusim__fp32_flop.per_second": _ratio(fp32_flops, seconds),
+        "gpusim__tensor_flop.sum": tensor_flops,
+        "gpusim__tensor_flop.per_second": _ratio(tensor_flops, seconds),
         "launch__grid_size": gpu.kernel.launch.nblocks,
         "launch__block_size": gpu.kernel.launch.threads_per_block,
         "launch__registers_per_thread": gpu.kernel.launch.registers_per_thread,
@@ -98,6 +105,10 @@ def combine_metrics(per_kernel: list[dict]) -> dict:
         total[f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"] = ratio
         latency += ratio
     total["smsp__average_warp_latency_per_inst_issued.ratio"] = latency  # "selected" is one of the reasons
+    for kind in ("fp32", "tensor"):
+        if f"gpusim__{kind}_flop.sum" in total:
+            total[f"gpusim__{kind}_flop.per_second"] = _ratio(total[f"gpusim__{kind}_flop.sum"],
+                                                             total["gpu__time_duration.sum"])
     if "dram__bytes.sum" in total:
         total["dram__bytes.sum.per_second"] = _ratio(total["dram__bytes.sum"], total["gpu__time_duration.sum"])
     return dict(sorted(total.items()))

@@ -1,0 +1,71 @@
+"""Physical limits a run's metrics must respect, checked after the fact (pure: metrics and spec in, violations out).
+
+Each rule compares what the run did with what the modelled hardware can do in the cycles it took: no rate
+above its peak, no data before it can arrive, no bytes created or lost between levels. `violations` returns one
+line per broken rule (empty: all hold). Tests run it on every shipped workload on every arch.
+"""
+
+from __future__ import annotations
+
+SLACK = 1.0001  # float rounding in the rates
+
+
+def _share(count: int, sms: int, total_sms: int) -> int:
+    """Slices or channels a run on `sms` of `total_sms` SMs keeps (hierarchy.py: at least one)."""
+    return max(1, round(count * min(1.0, sms / total_sms)))
+
+
+def violations(metrics: dict, spec) -> list[str]:
+    """The physical limits `metrics` (a run's record) break on `spec`; empty when none."""
+    m = metrics
+    out: list[str] = []
+    cycles = m["gpu_sim_cycle"]
+    sms = m["launch__sm_count"]
+    if not cycles:
+        return out
+    sub = spec.sm.sub_partitions
+
+    def limit(name: str, achieved: float, peak: float, unit: str) -> None:
+        if achieved > peak * SLACK:
+            out.append(f"{name}: {achieved:.4g} {unit} exceeds the peak {peak:.4g} {unit} ({achieved / peak:.3f}x)")
+
+    # issue: one warp-instruction per sub-partition per clock; FP32 and tensor work at their pipes' peaks
+    limit("instructions issued", m["smsp__inst_executed.sum"] / cycles, sms * sub, "warp-inst/clk")
+    fp32_peak = sms * sub * spec.pipelines.fp32.lanes * 2 * spec.clocks.core_mhz * 1e6
+    limit("FP32 throughput", m.get("gpusim__fp32_flop.per_second", 0.0), fp32_peak, "FLOP/s")
+    tensor_peak = sms * sub * spec.pipelines.tensor.dense_fp16_flops_per_clock * spec.clocks.tensor_mhz * 1e6
+    limit("tensor throughput", m.get("gpusim__tensor_flop.per_second", 0.0), tensor_peak, "FLOP/s")
+    if "l1tex__data_pipe_lsu_wavefronts.sum" not in m:
+        return out  # a fixed-latency memory model: no hierarchy to check
+    # the L1TEX data stage: one wavefront (banks x bank width bytes) per SM per clock
+    limit("L1TEX data-stage wavefronts", m["l1tex__data_pipe_lsu_wavefronts.sum"] / cycles, sms, "wavefronts/clk")
+    # each SM's port to L2, the L2 slices, the DRAM channels
+    mem = spec.memory
+    limit("SM to L2 bytes", m["gpusim__l1_to_l2_bytes"] / cycles, sms * mem.l2.sm_bytes_per_clock, "B/clk")
+    slices = _share(mem.l2.slices, sms, spec.sms)
+    l2_peak = slices * mem.l2.bandwidth_bytes_per_clock / mem.l2.slices
+    limit("L2 bytes", m["lts__t_sectors.sum"] * mem.l2.sector_bytes / cycles, l2_peak, "B/clk")
+    channels = _share(mem.dram.channels, sms, spec.sms)
+    dram_peak = channels * mem.dram.bandwidth_gbs * 1e9 / mem.dram.channels
+    limit("DRAM bandwidth", m["dram__bytes.sum.per_second"], dram_peak * mem.dram.read_efficiency, "B/s")
+    # causality: no load completes before its level's load-to-use latency
+    for level, latency in (("l1_hit", mem.l1.hit_latency), ("l2_hit", mem.l2.hit_latency),
+                           ("dram", mem.dram.latency)):
+        got = m[f"gpusim__load_latency_{level}"]
+        if got and got < latency:
+            out.append(f"loads served by {level} took {got:.1f} cycles on average, below its latency {latency}")
+    # bytes conserved between levels
+    sector = mem.l2.sector_bytes
+    if m["lts__t_sectors.sum"] * sector != m["gpusim__l1_to_l2_bytes"]:
+        out.append(f"L2 saw {m['lts__t_sectors.sum'] * sector} bytes, the SMs sent {m['gpusim__l1_to_l2_bytes']}")
+    written = (m["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"] + m.get("gpusim__atomic_sectors", 0)) * sector
+    if m["dram__bytes_write.sum"] + m["gpusim__l2_dirty_bytes_at_end"] > written:
+        out.append(f"DRAM writes + dirty L2 bytes ({m['dram__bytes_write.sum']} + {m['gpusim__l2_dirty_bytes_at_end']}) "
+                   f"exceed the bytes stores and atomics wrote ({written})")
+    if m["dram__bytes_read.sum"] > m["lts__t_sectors.sum"] * sector:
+        out.append(f"DRAM read {m['dram__bytes_read.sum']} bytes, more than L2 was asked for")
+    loads = m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+    hits = m["l1tex__t_sector_hit_rate.pct"] * loads / 100
+    if hits + m["gpusim__l1_mshr_merged_sectors"] > loads + 0.5:
+        out.append("L1 hits and merged sectors exceed the sectors requested")
+    return out
