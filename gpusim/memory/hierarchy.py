@@ -321,9 +321,10 @@ class MemoryHierarchy:
         cache = self.l2[index]
         count = self.sector_count[mask]
         free = self.slice_free[index]
-        service = count * self.sector / self.slice_rate
-        if atomic * self.atomic_cycles > service:
-            service = atomic * self.atomic_cycles
+        service: float = count * self.sector / self.slice_rate
+        serialized = float(atomic * self.atomic_cycles)
+        if serialized > service:
+            service = serialized
         done = (free if free > now else now) + service
         self.slice_free[index] = done
         self.l2_sectors += count
