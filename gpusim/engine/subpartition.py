@@ -100,21 +100,25 @@ class SubPartition:
                     stall[warp.reason] += now - warp.since
                     warp.since, warp.reason = now, NOT_SELECTED
             if chosen is not None:
+                pipe = chosen.timing.pipe_index
                 self.issue(chosen, now)
-        # from the next cycle on: a ready warp whose pipe is still busy is throttled, not eligible; and the
-        # next cycle this sub-partition can do anything
+                soon = now + 1
+                if pipe and pipe_free[pipe] > soon:  # from the next cycle on the pipe is busy: its waiters throttle
+                    for warp in ready:
+                        if warp.reason == NOT_SELECTED and warp.timing.pipe_index == pipe:
+                            stall[NOT_SELECTED] += soon - warp.since
+                            warp.since, warp.reason = soon, warp.timing.throttle
+        # the next cycle this sub-partition can do anything
         nxt = heap[0][0] if heap else INF
-        soon = now + 1
-        for warp in ready:
-            t = pipe_free[warp.timing.pipe_index]
-            if t > soon:
-                if warp.reason == NOT_SELECTED:
-                    stall[NOT_SELECTED] += soon - warp.since
-                    warp.since, warp.reason = soon, warp.timing.throttle
+        if ready:
+            soon = now + 1
+            for warp in ready:
+                t = pipe_free[warp.timing.pipe_index]
+                if t <= soon:
+                    nxt = soon
+                    break
                 if t < nxt:
                     nxt = t
-            else:
-                nxt = soon
         self.next_at = nxt
 
     # --- issue -------------------------------------------------------------------------------------------
@@ -192,5 +196,5 @@ class SubPartition:
                 self.next_at = ready_at
             if board == LONG:
                 self.policy.stalled_long(warp)
-        else:
-            warp.reason = NOT_SELECTED
+        else:  # ready next cycle: eligible, or throttled while its pipe is busy
+            warp.reason = NOT_SELECTED if self.pipe_free[warp.timing.pipe_index] <= nxt else warp.timing.throttle
