@@ -1,70 +1,317 @@
-"""Compare real-hardware microbenchmark results (validation/results/*.json) with gpusim's model of that part.
+"""Compare real-hardware microbenchmark results (validation/results/*.json) with what gpusim's engine simulates.
 
-    python validation/compare.py validation/results/h200-2026-11-29.json --arch h200
+    python validation/compare.py validation/results/h200-2026-11-29.json --arch h200 [--how] [--jobs N]
 
-Today the model side is the architecture file and the occupancy calculator; rows for the simulated
-microbenchmark workloads join when the engine lands.
+For every measured quantity the matching kernel (a workload mirroring the CUDA kernel in microbench.cu) is
+simulated on the architecture given, and the engine's output is compared, not the architecture file's numbers.
+Timed loops are measured as the hardware measures them with clock64 around a long loop: as a marginal cost,
+the difference between two simulations that differ only in the loop's length, so start-up, warm-up and drain
+cancel. validation/README.md lists what each row simulates.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import gpusim
+from gpusim import load_arch
+from gpusim.api import run
+from gpusim.errors import GpusimError
+
+HERE = Path(__file__).resolve().parent
+MICROBENCH = HERE.parent / "workloads/microbench"
+OWN = HERE / "workloads"  # kernels that mirror microbench.cu where no shipped workload does
+
+FLOP_PER_HMMA_16816 = 2 * 16 * 8 * 16  # m16n8k16: 4096 FLOP per warp-instruction
+SMEM_STRIDES = (1, 2, 3, 4, 8, 16, 32, 33)
+LONG_SPIN = 100_000  # occupancy rows with shorter spins retire blocks before the first wave is placed
+RESIDENT = "validation__max_resident_blocks_per_sm"  # what the Residency observer adds to a run's metrics
 
 
-def comparison_rows(results: dict, arch: str) -> list[tuple[str, float, float]]:
-    """(quantity, measured mean over runs, gpusim) for everything the model states directly."""
-    spec = gpusim.load_arch(arch)
+@dataclass(frozen=True)
+class Row:
+    key: str  # stable identifier (the tests' tolerance table is keyed by it)
+    quantity: str
+    measured: float  # mean over the results file's runs
+    simulated: float
+    how: str  # what was simulated
+
+    @property
+    def ratio(self) -> float:
+        if self.measured == 0:
+            return 1.0 if self.simulated == 0 else float("inf")
+        return self.simulated / self.measured
+
+    @property
+    def error_pct(self) -> float:
+        """|simulated / measured - 1| in percent; a quantity measured as 0 is right (0) or wrong (100)."""
+        if self.measured == 0:
+            return 0.0 if self.simulated == 0 else 100.0
+        return abs(self.ratio - 1) * 100
+
+
+# --- simulations ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Sim:
+    """One engine run: a workload, its parameters and how many SMs (None: the whole chip)."""
+
+    workload: Path
+    sms: int | None
+    params: tuple[tuple[str, int], ...]
+    residency: bool = False  # attach the Residency observer
+    cost: float = field(default=0.0, compare=False)  # rough relative cost, to start the long runs first
+
+
+class Residency:
+    """Observer: each block's first and last issue cycle per SM. The most blocks whose issue windows overlap
+    on one SM is the resident blocks the engine ran at once (on the H200, %smid counters in the kernel)."""
+
+    def __init__(self):
+        self.spans: dict[tuple[int, int], list[int]] = {}
+
+    def issued(self, sm, sp, warp, inst, now: int) -> None:
+        span = self.spans.get((sm.index, warp.block.index))
+        if span is None:
+            self.spans[(sm.index, warp.block.index)] = [now, now]
+        else:
+            span[1] = now
+
+    def max_resident_per_sm(self) -> int:
+        events: dict[int, list[tuple[int, int]]] = {}
+        for (sm, _block), (first, last) in self.spans.items():
+            events.setdefault(sm, []).extend([(first, 1), (last + 1, -1)])  # a retire sorts before a start
+        best = 0
+        for changes in events.values():
+            live = 0
+            for _cycle, change in sorted(changes):
+                live += change
+                best = max(best, live)
+        return best
+
+
+def simulate(arch: str, sim: Sim) -> dict:
+    """The run's metrics (with the Residency count where asked; 0 where the engine refuses the launch)."""
+    observer = Residency() if sim.residency else None
+    try:
+        metrics = run(sim.workload, arch, sms=sim.sms, params=dict(sim.params), observer=observer).metrics
+    except GpusimError as exc:
+        if sim.residency and "cannot be resident" in str(exc):
+            return {RESIDENT: 0}
+        raise
+    if observer is not None:
+        metrics[RESIDENT] = observer.max_resident_per_sm()
+    return metrics
+
+
+def _simulate_task(task: tuple[str, Sim]) -> dict:
+    return simulate(*task)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A row before its simulations ran: `value` turns their metrics (in `sims` order) into the simulated figure."""
+
+    key: str
+    quantity: str
+    measured: float
+    how: str
+    sims: tuple[Sim, ...]
+    value: Callable[[list[dict]], float]
+
+
+Metrics = dict
+Get = Callable[[Metrics], float]
+
+
+def _sim(workload: Path, sms: int | None, cost: float = 0.0, residency: bool = False, **params) -> Sim:
+    return Sim(workload, sms, tuple(sorted(params.items())), residency, cost)
+
+
+def _cycles(m: Metrics) -> float:
+    return m["gpu_sim_cycle"]
+
+
+def _seconds(m: Metrics) -> float:
+    return m["gpu__time_duration.sum"]
+
+
+def _instructions(m: Metrics) -> float:
+    return m["smsp__inst_executed.sum"]
+
+
+def _pipe(name: str) -> Get:
+    return lambda m: m.get(f"sm__inst_executed_pipe_{name}.sum", 0)
+
+
+def _bytes_requested(m: Metrics) -> float:
+    """Bytes the kernel's global loads and stores asked for (32-byte sectors at L1): what microbench.cu counts."""
+    return 32 * (m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+                 + m["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"])
+
+
+def marginal(workload: Path, sms: int | None, vary: str, short: int, long: int, numerator: Get, denominator: Get,
+             cost: float = 0.0, **params) -> tuple[tuple[Sim, Sim], Callable[[list[dict]], float]]:
+    """Two runs whose parameter `vary` is `short` and `long`, and d(numerator) / d(denominator) between them:
+    the cost of the extra loop trips alone, as clock64 around a long loop measures it on the hardware."""
+    sims = (_sim(workload, sms, cost, **{**params, vary: short}),
+            _sim(workload, sms, cost * long / short, **{**params, vary: long}))
+
+    def value(m: list[dict]) -> float:
+        return (numerator(m[1]) - numerator(m[0])) / (denominator(m[1]) - denominator(m[0]))
+
+    return sims, value
+
+
+def _scaled(pair, factor: float):
+    sims, value = pair
+    return sims, lambda m: value(m) * factor
+
+
+# --- the rows ------------------------------------------------------------------------------------------------
+
+def _core_plans(mean) -> list[Plan]:
+    fp32, tensor = _pipe("fma"), _pipe("tensor")
+    sms = 4
+    return [
+        Plan("ffma_latency", "dependent FFMA latency (cycles)", mean(lambda r: r["ffma_dependent_latency_cycles"]),
+             "fma_chain n=1024 vs 2048, 1 warp: d(cycles)/d(FFMA)",
+             *marginal(MICROBENCH / "fma_chain.yaml", 1, "n", 1024, 2048, _cycles, fp32)),
+        Plan("ffma_throughput", "FFMA warp-inst per clock per SM", mean(lambda r: r["ffma_warp_inst_per_clock_per_sm"]),
+             f"fma_peak 2 x 1024 threads per SM, 8 chains, {sms} SMs, iters 16 vs 32: d(FFMA)/d(cycles)/SM",
+             *_scaled(marginal(MICROBENCH / "fma_peak.yaml", sms, "iters", 16, 32, fp32, _cycles,
+                               blocks=2 * sms, threads=1024, chains=8), 1 / sms)),
+        Plan("hmma_latency", "dependent HMMA.16816.F32 latency (cycles)",
+             mean(lambda r: r["hmma_16816_f32_dependent_latency_cycles"]),
+             "hmma_peak 1 warp, 1 chain, iters 64 vs 128: d(cycles)/d(HMMA)",
+             *marginal(MICROBENCH / "hmma_peak.yaml", 1, "iters", 64, 128, _cycles, tensor,
+                       blocks=1, threads=32, chains=1)),
+        Plan("hmma_throughput", "HMMA (mma.sync) FP16 FLOP per clock per SM",
+             mean(lambda r: r["hmma_16816_flop_per_clock_per_sm"]),
+             f"hmma_peak 2 x 512 threads per SM, 4 chains, {sms} SMs, iters 16 vs 32: 4096 d(HMMA)/d(cycles)/SM",
+             *_scaled(marginal(MICROBENCH / "hmma_peak.yaml", sms, "iters", 16, 32, tensor, _cycles,
+                               blocks=2 * sms, threads=512, chains=4), FLOP_PER_HMMA_16816 / sms)),
+    ]
+
+
+def _chase_plans(mean) -> list[Plan]:
+    """One thread walks the footprint in 128-byte steps; L1 and L2 are timed after one warm pass over the
+    footprint (as on the hardware), DRAM cold. The engine's L1 keeps no line of an 8 MiB walk (no .cg needed)."""
+    plans = []
+    for level, label, short, long in (("l1", "L1", 256, 512), ("l2", "L2", 512, 1024), ("dram", "DRAM", 2048, 4096)):
+        footprint = int(mean(lambda r, lv=level: r["pointer_chase"][lv]["footprint_bytes"]))
+        warm = footprint // 128 if level != "dram" else 0
+        plans.append(Plan(f"chase_{level}", f"{label} pointer chase, {footprint >> 10} KiB (cycles/hop)",
+                          mean(lambda r, lv=level: r["pointer_chase"][lv]["cycles_per_hop"]),
+                          f"pointer_chase {footprint} B, {warm} warm hops, then {short} vs {long}: d(cycles)/d(hops)",
+                          *marginal(MICROBENCH / "pointer_chase.yaml", 1, "hops", warm + short, warm + long,
+                                    _cycles, _instructions, cost=warm / 16000, footprint=footprint, stride=128)))
+    return plans
+
+
+def _smem_plans(mean) -> list[Plan]:
+    return [Plan(f"smem_stride_{s}", f"shared load, stride {s}: SM cycles per warp-load",
+                 mean(lambda r, s=str(s): r["smem_cycles_per_warp_load_by_stride"][s]),
+                 f"smem_load_stride stride={s}, 32 warps, 1 SM, iters 16 vs 32: d(cycles)/d(LDS)",
+                 # the kernel's only LSU instructions are its LDS
+                 *marginal(OWN / "smem_load_stride.yaml", 1, "iters", 16, 32, _cycles, _pipe("lsu"),
+                           stride=s, warps=32))
+            for s in SMEM_STRIDES]
+
+
+def _stream_plans(mean, arch: str) -> list[Plan]:
+    """Full chip, microbench.cu's kernels as written: 8 blocks of 256 threads per SM, one float4 per thread per
+    grid-stride trip. GB/s = bytes the kernel reads and writes / time, marginal over trips. The read is steady
+    from its second trip; the copy only once the write-back L2 (60 MB) is full and evictions write back as much
+    as the kernel writes, as through a 1 GiB copy on the hardware: trips 12 to 14 (50 to 58 MiB copied) come
+    within 1.5% of longer copies (1% higher than trips 14 to 16)."""
+    blocks, threads, unroll = 8 * load_arch(arch).sms, 256, 1
+    trip = 4 * unroll * blocks * threads  # floats per grid-stride trip
+    plans = []
+    for key, label, read, (short, long) in (("stream_read", "DRAM stream read bandwidth (GB/s)", 1, (2, 4)),
+                                            ("stream_copy", "DRAM stream copy bandwidth (GB/s)", 0, (12, 14))):
+        plans.append(Plan(key, label, mean(lambda r, k=f"{key}_gbs": r[k]),
+                          f"stream read={read} unroll=1, {blocks} x {threads}, full chip, {short} vs {long} trips "
+                          f"of {trip * 4 / 2**20:.1f} MiB read: d(bytes)/d(time)",
+                          *_scaled(marginal(MICROBENCH / "stream.yaml", None, "n", short * trip, long * trip,
+                                            _bytes_requested, _seconds, cost=short * (2 - read),
+                                            blocks=blocks, threads=threads, unroll=unroll, read=read), 1e-9)))
+    return plans
+
+
+def _occupancy_plans(results: dict, mean) -> list[Plan]:
+    plans = []
+    for i, case in enumerate(results["runs"][0]["occupancy"]):
+        if case["spin_cycles"] < LONG_SPIN:
+            continue
+        smem = case["static_smem"] + case["dynamic_smem"]
+        sim = _sim(OWN / "resident_spin.yaml", 2, residency=True, threads=case["threads"], regs=case["regs"],
+                   smem=smem, blocks=80)
+        plans.append(Plan(f"blocks_{case['threads']}t_{case['regs']}r_{smem >> 10}k",
+                          f"blocks/SM: {case['threads']} thr, {case['regs']} regs, {smem >> 10} KB smem",
+                          mean(lambda r, i=i: r["occupancy"][i]["measured_blocks_per_sm"]),
+                          "resident_spin, 40 blocks per SM, 2 SMs: most blocks issuing at once on an SM",
+                          (sim,), lambda m: m[0][RESIDENT]))
+    return plans
+
+
+def comparison_plans(results: dict, arch: str) -> list[Plan]:
+    """Every measured quantity of a results file and the simulations that reproduce it (nothing run yet)."""
     runs = results["runs"]
 
     def mean(get):
         return sum(get(r) for r in runs) / len(runs)
 
-    sub = spec.sm.sub_partitions
-    mem = spec.memory
-    rows = [
-        ("SMs", mean(lambda r: r["sms"]), spec.sms),
-        ("L2 bytes", mean(lambda r: r["l2_bytes"]), mem.l2.size_bytes),
-        ("shared memory per SM (bytes)", mean(lambda r: r["shared_memory_per_sm"]), spec.shared_memory.per_sm_bytes),
-        ("dependent FFMA latency (cycles)", mean(lambda r: r["ffma_dependent_latency_cycles"]),
-         spec.pipelines.fp32.latency),
-        ("FFMA warp-inst per clock per SM", mean(lambda r: r["ffma_warp_inst_per_clock_per_sm"]),
-         sub / spec.pipelines.fp32.issue_interval(spec.sm.warp_size)),
-        ("dependent HMMA.16816.F32 latency (cycles)", mean(lambda r: r["hmma_16816_f32_dependent_latency_cycles"]),
-         spec.pipelines.tensor.latency),
-        ("HMMA (mma.sync) FP16 FLOP per clock per SM", mean(lambda r: r["hmma_16816_flop_per_clock_per_sm"]),
-         sub * spec.pipelines.tensor.warp_mma_rate),
-        ("L1 hit load-to-use (cycles)", mean(lambda r: r["pointer_chase"]["l1"]["cycles_per_hop"]), mem.l1.hit_latency),
-        ("L2 hit load-to-use (cycles)", mean(lambda r: r["pointer_chase"]["l2"]["cycles_per_hop"]), mem.l2.hit_latency),
-        ("DRAM load-to-use (cycles)", mean(lambda r: r["pointer_chase"]["dram"]["cycles_per_hop"]), mem.dram.latency),
-        ("DRAM read bandwidth (GB/s)", mean(lambda r: r["stream_read_gbs"]), mem.dram.bandwidth_gbs),
-        ("DRAM copy bandwidth (GB/s)", mean(lambda r: r["stream_copy_gbs"]), mem.dram.bandwidth_gbs),
-    ]
-    for row in runs[0]["occupancy"]:
-        if row["spin_cycles"] < 100000:
-            continue  # too short to fill the first wave (see the results file's notes)
-        model = gpusim.occupancy(spec, row["threads"], row["regs"], row["static_smem"] + row["dynamic_smem"])
-        label = (f"blocks/SM: {row['threads']} thr, {row['regs']} regs, "
-                 f"{(row['static_smem'] + row['dynamic_smem']) // 1024} KB smem")
-        rows.append((label, mean(lambda r, i=runs[0]["occupancy"].index(row): r["occupancy"][i]["measured_blocks_per_sm"]),
-                     model.blocks_per_sm))
-    return rows
+    return (_core_plans(mean) + _chase_plans(mean) + _smem_plans(mean) + _stream_plans(mean, arch)
+            + _occupancy_plans(results, mean))
+
+
+def run_plans(plans: list[Plan], arch: str, jobs: int | None = None) -> list[Row]:
+    """Run every plan's simulations (each distinct one once, `jobs` at a time, longest first) into rows."""
+    sims = sorted({s for p in plans for s in p.sims}, key=lambda s: -s.cost)
+    jobs = jobs or os.cpu_count() or 1
+    if jobs > 1:
+        with ProcessPoolExecutor(min(jobs, len(sims))) as pool:
+            metrics = dict(zip(sims, pool.map(_simulate_task, [(arch, s) for s in sims])))
+    else:
+        metrics = {s: simulate(arch, s) for s in sims}
+    return [Row(p.key, p.quantity, p.measured, p.value([metrics[s] for s in p.sims]), p.how) for p in plans]
+
+
+def comparison_rows(results: dict, arch: str, jobs: int | None = None) -> list[Row]:
+    """Every measured quantity of a results file beside the engine's simulation of the matching kernel."""
+    return run_plans(comparison_plans(results, arch), arch, jobs)
+
+
+def mean_absolute_error(rows: list[Row]) -> float:
+    return sum(r.error_pct for r in rows) / len(rows)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--arch", required=True)
+    parser.add_argument("--how", action="store_true", help="print what each row simulated")
+    parser.add_argument("--jobs", type=int, default=None, help="simulations at once (default: one per CPU)")
     args = parser.parse_args(argv)
     results = json.loads(args.results.read_text())
-    print(f"{'quantity':48} {'measured':>12} {'gpusim':>12} {'gpusim/measured':>16}")
-    for name, measured, model in comparison_rows(results, args.arch):
-        ratio = f"{model / measured:.3f}" if measured else "-"
-        print(f"{name:48} {measured:12.2f} {model:12.2f} {ratio:>16}")
+    started = time.perf_counter()
+    rows = comparison_rows(results, args.arch, args.jobs)
+    print(f"{'quantity':48} {'measured':>10} {'simulated':>10} {'sim/measured':>13}")
+    for row in rows:
+        ratio = f"{row.ratio:.3f}" if row.measured else ("-" if row.simulated == 0 else "inf")
+        print(f"{row.quantity:48} {row.measured:10.2f} {row.simulated:10.2f} {ratio:>13}")
+        if args.how:
+            print(f"    {row.how}")
+    print(f"{len(rows)} rows simulated on {args.arch} in {time.perf_counter() - started:.0f} s")
+    print(f"mean absolute error: {mean_absolute_error(rows):.1f}%")
     return 0
 
 
