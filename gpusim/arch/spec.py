@@ -158,6 +158,10 @@ class Pipelines:
     sfu: Pipeline = _field("special-function unit (MUFU)", validator=v.instance_of(Pipeline))
     tensor: TensorPipeline = _field("tensor core", validator=v.instance_of(TensorPipeline))
     ldst: Pipeline = _field("load/store address units (MIO issue)", validator=v.instance_of(Pipeline))
+    memory_queue_depth: int = _field(
+        "memory instructions a sub-partition's load/store pipes hold issued but not yet started (the MIO / LSU "
+        "instruction queue): issue stalls (mio_throttle, lg_throttle) only when it is full", "instructions",
+        default=2)
 
 
 def _sectors_per_line(spec) -> None:

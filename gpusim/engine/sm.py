@@ -38,7 +38,9 @@ class SM:
                     for i in range(sub)]
         self.free_slots = list(range(spec.sm.max_warps))
         self.arrivals: list[tuple[int, int]] = []  # (cycle the block's warps start, block index)
-        self.resident_blocks = 0
+        self.resident_blocks = 0  # placed here and not yet retired (including those still launching)
+        self.running_blocks = 0  # whose warps have started and not all exited
+        self.max_running_blocks = 0
 
     # --- blocks --------------------------------------------------------------------------------------------
     def reserve_block(self, block_index: int, start: int) -> None:
@@ -52,6 +54,9 @@ class SM:
         sub = len(self.sps)
         warps_per_block = kernel.launch.warps_per_block
         block.live = warps_per_block
+        self.running_blocks += 1
+        if self.running_blocks > self.max_running_blocks:
+            self.max_running_blocks = self.running_blocks
         for i in range(warps_per_block):
             slot = heapq.heappop(self.free_slots)
             sp = self.sps[slot % sub]
@@ -76,6 +81,7 @@ class SM:
             self.release_barrier_if_complete(block, now - 1)
         if block.live == 0:
             self.resident_blocks -= 1
+            self.running_blocks -= 1
             self.counters.blocks_done += 1
             self.gpu.block_retired(self, now)
 

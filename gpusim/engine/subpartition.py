@@ -35,7 +35,9 @@ class SubPartition:
         self.ready: list[Warp] = []  # oldest first
         self.heap: list[tuple[int, int, Warp, bool]] = []  # (wake-up cycle, insertion number, warp, retire)
         self.pushed = 0  # warps put in the heap so far: the tie-breaker, so equal wake-ups keep insertion order
-        self.pipe_free: list[int] = [0] * len(PIPES)  # first free cycle of each pipe, by OpTiming.pipe_index
+        self.pipe_free: list[int] = [0] * len(PIPES)  # first cycle each pipe accepts an instruction (by pipe_index)
+        self.pipe_drain: list[int] = [0] * len(PIPES)  # memory pipes: when the instructions queued in them are served
+        self.queue_depth: int = timing.spec.pipelines.memory_queue_depth
         self.next_at: int = INF
         self.timing_cache: dict[str, OpTiming] = timing.cache
         self.observer: Any = sm.observer
@@ -137,15 +139,17 @@ class SubPartition:
         if self.observer is not None:
             self.observer.issued(self.sm, self, warp, inst, now)
         pipe = timing.pipe_index
-        if pipe:  # index 0: no pipe, only the issue slot
-            self.pipe_free[pipe] = now + timing.interval
         regs = warp.regs
         if timing.is_memory:
-            ready_at, busy = self.memory.access(self.sm_index, inst, now)  # a MemoryResult or a plain pair
-            if busy:  # the pipe waits for the SM's data stage, MSHRs or port (mio_throttle / lg_throttle)
-                busy += now
-                if busy > self.pipe_free[pipe]:
-                    self.pipe_free[pipe] = busy
+            # the pipe serves its queue in order; an instruction starts when the one before it is done, and the
+            # pipe accepts another while fewer than queue_depth wait (full: mio_throttle / lg_throttle)
+            drain = self.pipe_drain[pipe]
+            start = drain if drain > now else now
+            ready_at, busy = self.memory.access(self.sm_index, inst, start)  # a MemoryResult or a plain pair
+            done = start + (busy if busy > timing.interval else timing.interval)  # the data stage, MSHRs, port
+            self.pipe_drain[pipe] = done
+            accept = done - (self.queue_depth - 1) * timing.interval
+            self.pipe_free[pipe] = accept if accept > now else now + 1
             if timing.drains:
                 if ready_at > warp.store_done:
                     warp.store_done = ready_at
@@ -153,10 +157,13 @@ class SubPartition:
                 entry = (ready_at, timing.board)
                 for name in inst.dst:
                     regs[name] = entry
-        elif inst.dst and timing.board != NONE:
-            entry = (now + timing.latency, timing.board)
-            for name in inst.dst:
-                regs[name] = entry
+        else:
+            if pipe:  # index 0: no pipe, only the issue slot
+                self.pipe_free[pipe] = now + timing.interval
+            if inst.dst and timing.board != NONE:
+                entry = (now + timing.latency, timing.board)
+                for name in inst.dst:
+                    regs[name] = entry
 
         # fetch the next instruction and put the warp where it belongs: ready, asleep, at a barrier, gone
         nxt = now + 1

@@ -64,6 +64,7 @@ def kernel_metrics(gpu, cycles: int) -> dict:
         "launch__waves_per_multiprocessor": gpu.dispatcher.waves,
         "gpusim__blocks_per_sm": occ.blocks_per_sm,
         "gpusim__blocks_run_per_sm_max": max(gpu.dispatcher.placements),
+        "gpusim__max_resident_blocks_per_sm": max(sm.max_running_blocks for sm in sms),
     }
     for reason in REASONS:
         m[f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"] = _ratio(stall[reason], inst)
