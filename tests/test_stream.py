@@ -26,10 +26,11 @@ def _trace(kernel, block=0, warp=0):
 
 
 def test_if_else_runs_both_sides_under_complementary_masks_then_reconverges(tmp_path):
+    """As Volta+ SASS: BSSY and BRA under the full mask, the two sides, BSYNC where the warp reconverges."""
     k = _kernel(tmp_path, '  - if: "lane % 2 == 0"\n    then: [{op: FMUL, dst: v}]\n    else: [{op: FADD, dst: v}]\n'
                           "  - {op: FFMA, dst: v}\n")
-    assert _trace(k) == [("BRA", 0xFFFFFFFF), ("FMUL", 0x55555555), ("FADD", 0xAAAAAAAA),
-                         ("FFMA", 0xFFFFFFFF), ("EXIT", 0xFFFFFFFF)]
+    assert _trace(k) == [("BSSY", 0xFFFFFFFF), ("BRA", 0xFFFFFFFF), ("FMUL", 0x55555555), ("FADD", 0xAAAAAAAA),
+                         ("BSYNC", 0xFFFFFFFF), ("FFMA", 0xFFFFFFFF), ("EXIT", 0xFFFFFFFF)]
 
 
 def test_nested_if_inside_per_lane_loop(tmp_path):
@@ -37,24 +38,25 @@ def test_nested_if_inside_per_lane_loop(tmp_path):
     k = _kernel(tmp_path, '  - loop: "lane % 4"\n    body:\n      - {op: FADD, dst: v}\n'
                           '      - if: "lane < 16"\n        then: [{op: FMUL, dst: v}]\n')
     assert _trace(k) == [
-        ("FADD", 0xEEEEEEEE), ("BRA", 0xEEEEEEEE), ("FMUL", 0x0000EEEE),
-        ("FADD", 0xCCCCCCCC), ("BRA", 0xCCCCCCCC), ("FMUL", 0x0000CCCC),
-        ("FADD", 0x88888888), ("BRA", 0x88888888), ("FMUL", 0x00008888),
+        ("FADD", 0xEEEEEEEE), ("BSSY", 0xEEEEEEEE), ("BRA", 0xEEEEEEEE), ("FMUL", 0x0000EEEE), ("BSYNC", 0xEEEEEEEE),
+        ("FADD", 0xCCCCCCCC), ("BSSY", 0xCCCCCCCC), ("BRA", 0xCCCCCCCC), ("FMUL", 0x0000CCCC), ("BSYNC", 0xCCCCCCCC),
+        ("FADD", 0x88888888), ("BSSY", 0x88888888), ("BRA", 0x88888888), ("FMUL", 0x00008888), ("BSYNC", 0x88888888),
         ("EXIT", 0xFFFFFFFF)]
 
 
 def test_uniform_if_does_not_diverge(tmp_path):
     k = _kernel(tmp_path, '  - if: "warp == 0"\n    then: [{op: FMUL, dst: v}]\n    else: [{op: FADD, dst: v}]\n',
                 block=64)
-    assert _trace(k, 0, 0) == [("BRA", 0xFFFFFFFF), ("FMUL", 0xFFFFFFFF), ("EXIT", 0xFFFFFFFF)]
-    assert _trace(k, 0, 1) == [("BRA", 0xFFFFFFFF), ("FADD", 0xFFFFFFFF), ("EXIT", 0xFFFFFFFF)]
+    sync = [("BSSY", 0xFFFFFFFF), ("BRA", 0xFFFFFFFF)]  # the SASS is the same whether or not the warp diverges
+    assert _trace(k, 0, 0) == sync + [("FMUL", 0xFFFFFFFF), ("BSYNC", 0xFFFFFFFF), ("EXIT", 0xFFFFFFFF)]
+    assert _trace(k, 0, 1) == sync + [("FADD", 0xFFFFFFFF), ("BSYNC", 0xFFFFFFFF), ("EXIT", 0xFFFFFFFF)]
 
 
 def test_early_exit_and_predication(tmp_path):
     k = _kernel(tmp_path, '  - {exit: "lane >= 8"}\n  - {op: FADD, dst: v}\n  - {op: FMUL, dst: v, pred: "lane < 4"}\n'
                           '  - if: "lane < 2"\n    then: [{exit: true}]\n  - {op: FFMA, dst: v}\n')
-    assert _trace(k) == [("EXIT", 0xFFFFFF00), ("FADD", 0xFF), ("FMUL", 0x0F), ("BRA", 0xFF), ("EXIT", 0x03),
-                         ("FFMA", 0xFC), ("EXIT", 0xFC)]
+    assert _trace(k) == [("EXIT", 0xFFFFFF00), ("FADD", 0xFF), ("FMUL", 0x0F), ("BSSY", 0xFF), ("BRA", 0xFF),
+                         ("EXIT", 0x03), ("BSYNC", 0xFC), ("FFMA", 0xFC), ("EXIT", 0xFC)]  # exited lanes skip BSYNC
 
 
 def test_partial_last_warp_and_all_lanes_exited(tmp_path):

@@ -15,7 +15,7 @@ import numpy as np
 
 from .expr import ExprError
 from .kernel import Kernel
-from .program import BRA_INFO, EXIT_INFO, Exit, If, Instr, Loop, control_names
+from .program import BRA_INFO, BSSY_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, control_names
 from .stream import loop_masks, to_mask, uniform_int
 from .yamlio import WorkloadError
 
@@ -114,11 +114,14 @@ class _Counter:
                     env[node.var] = saved
             elif kind is If:
                 cond = to_mask(node.cond(env))
+                mix.count(BSSY_INFO, m)
                 mix.count(BRA_INFO, m)
                 if m & cond and node.then:
                     self.body(node.then, m & cond, mix)
                 if m & ~cond and node.orelse:
                     self.body(node.orelse, m & ~cond & self.live, mix)
+                if m & self.live:
+                    mix.count(BSYNC_INFO, m & self.live)
             else:
                 exiting = m if node.cond is None else m & to_mask(node.cond(env))
                 if exiting:

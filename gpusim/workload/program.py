@@ -53,13 +53,25 @@ class Loop:
 
 
 @attrs.frozen
+class Reconverge:
+    """The reconvergence point after an if's two sides: a BSYNC for the lanes that reach it."""
+    pc: int
+
+    def control_exprs(self):
+        return []
+
+
+@attrs.frozen
 class If:
+    """As Volta and later compile a branch that may diverge: BSSY (set up the convergence barrier), BRA under
+    the current mask, the sides, then BSYNC (reconverge) at the end; stack and ITS modes issue the same."""
     cond: Expr
     then: tuple
     orelse: tuple
     line: int
-    pc: int  # of the implicit divergent branch (BRA)
-    sync_pc: int  # of the explicit reconvergence point (BSYNC) in independent-thread-scheduling mode
+    setup_pc: int  # of the convergence-barrier set-up (BSSY)
+    pc: int  # of the divergent branch (BRA)
+    reconverge: Reconverge  # the BSYNC after both sides
 
     def control_exprs(self):
         return [self.cond]
@@ -76,6 +88,7 @@ class Exit:
 
 
 BRA_INFO = lookup("BRA")
+BSSY_INFO = lookup("BSSY")
 BSYNC_INFO = lookup("BSYNC")
 EXIT_INFO = lookup("EXIT")
 
@@ -222,12 +235,13 @@ class ProgramCompiler:
     def if_(self, item: LineDict) -> If:
         self.check_keys(item, IF_KEYS, "an if")
         cond = self.expr(item["if"], item.line, "if condition")
-        pc = self.next_pc()
+        setup_pc, pc = self.next_pc(), self.next_pc()
         then = self.body(item.get("then"), item.line, "then")
         orelse = self.body(item.get("else"), item.line, "else")
         if not then and not orelse:
             raise WorkloadError(f"{self.where(item.line)}: if needs a 'then' or an 'else' body")
-        return If(cond=cond, then=then, orelse=orelse, line=item.line, pc=pc, sync_pc=self.next_pc())
+        return If(cond=cond, then=then, orelse=orelse, line=item.line, setup_pc=setup_pc, pc=pc,
+                  reconverge=Reconverge(self.next_pc()))
 
     def exit(self, item: LineDict) -> Exit:
         self.check_keys(item, EXIT_KEYS, "an exit")

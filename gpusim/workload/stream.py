@@ -1,10 +1,12 @@
 """Per-warp instruction streams, produced lazily: a kernel's warp-instructions never sit in memory whole.
 
-SIMT semantics of the stream (the reconvergence-stack order): an `if` issues one divergent branch (BRA) under
-the current mask, then runs the `then` side under mask & cond and the `else` side under mask & ~cond, and the
-warp reconverges after it. A loop whose count differs per lane keeps finished lanes masked off. A predicated
-instruction issues under the current mask with only its predicate-true lanes active. An `exit` removes lanes
-for the rest of the program; the program ends with an implicit EXIT for the lanes still alive.
+SIMT semantics of the stream (the reconvergence-stack order): an `if` issues, as Volta and later compile it, a
+convergence-barrier set-up (BSSY) and one divergent branch (BRA) under the current mask, then runs the `then`
+side under mask & cond and the `else` side under mask & ~cond, and reconverges at a BSYNC for the lanes still
+alive; independent thread scheduling (`its`) issues the same instructions, interleaving the two sides. A loop
+whose count differs per lane keeps finished lanes masked off. A predicated instruction issues under the current
+mask with only its predicate-true lanes active. An `exit` removes lanes for the rest of the program; the program
+ends with an implicit EXIT for the lanes still alive.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from .expr import Expr, ExprError
 from .inst import QueueStream, WarpInst, deal
 from .kernel import FULL_MASK, PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
 from .opcodes import OpInfo
-from .program import BRA_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, register_placeholders
+from .program import (BRA_INFO, BSSY_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, Reconverge,
+                      register_placeholders)
 from .yamlio import WorkloadError
 
 REGISTER_CACHE_LIMIT = 4096  # resolved register-name lists kept per kernel
@@ -193,16 +196,18 @@ class _WarpWalker:
                     stack.append([node.body, 0, trip[1], (node, trips, saved)])
             elif kind is If:
                 cond = to_mask(node.cond(env))
+                yield self.simple(BSSY_INFO, node.setup_pc, m)
                 yield self.simple(BRA_INFO, node.pc, m)
+                stack.append([(node.reconverge,), 0, m, None])  # runs after both sides
                 if self.its and m & cond and m & ~cond and node.then and node.orelse:
                     yield Diverge(self.side(node.then, m & cond), self.side(node.orelse, m & ~cond))
-                    if m & state.mask:
-                        yield self.simple(BSYNC_INFO, node.sync_pc, m & state.mask)
                     continue
                 if m & ~cond and node.orelse:  # pushed first, runs second
                     stack.append([node.orelse, 0, m & ~cond, None])
                 if m & cond and node.then:
                     stack.append([node.then, 0, m & cond, None])
+            elif kind is Reconverge:
+                yield self.simple(BSYNC_INFO, node.pc, m)
             else:
                 exiting = m if node.cond is None else m & to_mask(node.cond(env))
                 if exiting:
