@@ -18,6 +18,8 @@ from .errors import GpusimError
 from .stats.metrics import combine_metrics, kernel_metrics
 from .trace import TraceKernel, is_command_list, is_trace, load_trace, read_command_list
 from .workload import Kernel, load_workload
+from .workload.opcodes import unsupported_warning
+from .workload.program import program_infos
 
 SIMT_MODES = ("stack", "its")
 
@@ -112,6 +114,10 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer) -
     if traced:
         stream_factory.finish()
         unknown = dict(sorted(stream_factory.unknown.items(), key=lambda kv: (-kv[1], kv[0])))
+    infos = stream_factory.known_infos() if traced else program_infos(kernel.program)
+    warning = unsupported_warning(infos, spec.name, spec.compute_capability)
+    if warning:
+        warnings.append(warning)
     metrics = kernel_metrics(gpu, cycles)
     return RunResult(kernel=kernel.name, arch=spec.name, scheduler=scheduler,
                      simt="trace" if traced else simt,  # a trace replays the order its warps executed
@@ -131,7 +137,9 @@ def _run_command_list(path: Path, spec, **options) -> RunResult:
             continue
         result = _run_kernel(load_trace(command.kernel), spec, **options)
         results.append(result)
-        warnings.extend(result.warnings)
+        for warning in result.warnings:  # once each (kernels of one binary share their opcode warnings)
+            if warning not in warnings:
+                warnings.append(warning)
         for op, n in result.unknown_opcodes.items():
             unknown[op] = unknown.get(op, 0) + n
     if len(results) == 1:

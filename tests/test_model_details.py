@@ -1,12 +1,16 @@
 """Model details that are easy to get silently wrong: the mma.sync rate on Blackwell, opcodes an arch lacks,
 SIMT modes counting the same instructions, launch dimensions that floor, and the README's Python examples."""
 
+import re
+
 import pytest
 
+import gpusim
 from gpusim.api import run
 from gpusim.workload import kernel_mix, load_workload
 
-from .conftest import ROOT
+from .conftest import ARCH_NAMES, ROOT, run_cli
+from .test_trace import write_trace
 
 MB = ROOT / "workloads/microbench"
 
@@ -16,6 +20,70 @@ def _kernel_file(tmp_path, program: str, block: int = 32, grid: int = 1, extra: 
     path.write_text(f"kernel: k\n{extra}launch: {{grid: [{grid}], block: [{block}], registers_per_thread: 32}}\n"
                     f"program:\n{program}")
     return path
+
+
+# --- opcodes an architecture lacks -----------------------------------------------------------------------------
+
+WGMMA = '  - {op: HGMMA.64x128x16.F32, dst: "acc{rep % 2}", src: [a, b], repeat: 8}\n'
+HMMA = '  - {op: HMMA.16816.F32, dst: c, src: [a, b, c], repeat: 4}\n'
+TCGEN05 = "  - {op: UTCHMMA, dst: d, src: [a, b]}\n"
+
+
+def _opcode_warnings(result):
+    return [w for w in result.warnings if "compute capability" in w]
+
+
+@pytest.mark.parametrize("arch", ["v100", "t4", "a100", "l40s", "b200", "b300"])
+def test_warpgroup_mma_on_an_arch_without_it_warns_once(tmp_path, arch):
+    """HGMMA (wgmma) exists on compute capability 9.x only: before Hopper and on Blackwell (tcgen05 instead)
+    a run says so in one warning naming the opcode and the arch, however often the opcode issues."""
+    result = run(_kernel_file(tmp_path, WGMMA + WGMMA, block=128), arch)
+    warnings = _opcode_warnings(result)
+    assert len(warnings) == 1
+    assert "HGMMA.64X128X16.F32" in warnings[0] and f"{arch} is " in warnings[0]
+    assert "9.0" in warnings[0] or "9.x" in warnings[0]
+
+
+@pytest.mark.parametrize("arch, warns", [("v100", True), ("t4", True), ("a100", False), ("l40s", False),
+                                         ("h100", False), ("b200", False)])
+def test_hmma_16816_needs_sm_80(tmp_path, arch, warns):
+    """mma.sync m16n8k16 (HMMA.16816) is an sm_80 shape: V100 has HMMA.884 and T4 HMMA.1688 only."""
+    warnings = _opcode_warnings(run(_kernel_file(tmp_path, HMMA), arch))
+    assert bool(warnings) == warns
+    if warns:
+        assert warnings == [f"HMMA.16816.F32 needs compute capability 8.0; {arch} is "
+                            f"{gpusim.load_arch(arch).compute_capability}: it runs with the tensor pipe's timing "
+                            f"anyway"]
+
+
+@pytest.mark.parametrize("arch", ARCH_NAMES)
+def test_tcgen05_needs_blackwell_and_one_warning_names_every_missing_opcode(tmp_path, arch):
+    """UTCHMMA needs compute capability 10.0; several missing opcodes share one warning."""
+    result = run(_kernel_file(tmp_path, TCGEN05 + HMMA + TCGEN05, block=128), arch)
+    warnings = _opcode_warnings(result)
+    cc = float(gpusim.load_arch(arch).compute_capability)
+    assert len(warnings) == (1 if cc < 10 else 0)
+    if warnings:
+        assert "UTCHMMA needs compute capability 10.0" in warnings[0]
+        assert ("HMMA.16816.F32" in warnings[0]) == (cc < 8)
+
+
+def test_opcode_warning_is_printed_on_stderr(tmp_path):
+    proc = run_cli("run", str(_kernel_file(tmp_path, WGMMA, block=128)), "--arch", "v100")
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "HGMMA" in line]
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and "v100 is 7.0" in lines[0]
+
+
+def test_trace_opcodes_are_checked_against_the_arch(tmp_path):
+    """A Hopper trace's HGMMA run on an A100: the binary-version warning, and one warning naming the opcode."""
+    lines = ["0000 ffffffff 1 R5 HGMMA.64x128x16.F32 2 R2 R3 0 0", "0010 ffffffff 1 R6 HGMMA.64x128x16.F32 2 R2 R3 0 0",
+             "0020 ffffffff 0 EXIT 0 0 0"]
+    path = write_trace(tmp_path / "k.traceg", [lines] * 4, grid=2, version=90)
+    result = run(path, "a100")
+    assert len(result.warnings) == 2 and "binary version 90" in result.warnings[0]
+    assert _opcode_warnings(result) == [result.warnings[1]] and "HGMMA.64X128X16.F32" in result.warnings[1]
+    assert _opcode_warnings(run(path, "h100")) == []
 
 
 # --- SIMT modes count the same instructions ---------------------------------------------------------------------

@@ -108,6 +108,10 @@ class TraceStreams:
         for _ in self._blocks:
             self.blocks_read += 1
 
+    def known_infos(self) -> list[OpInfo]:
+        """The OpInfo of every distinct opcode read so far that the table knows."""
+        return [info for info, known in self._infos.values() if known]
+
     def info(self, opcode: str) -> tuple[OpInfo, bool]:
         known = self._infos.get(opcode)
         if known is None:

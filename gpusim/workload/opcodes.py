@@ -179,3 +179,61 @@ def lookup(opcode: str, family: str | None = None) -> OpInfo | None:
 
 def known_bases() -> list[str]:
     return sorted(_BASES)
+
+
+# --- which architectures have an opcode -------------------------------------------------------------------------
+# A name exists from the compute capability of the family that introduced it (sm_XY as XY). Warp-level MMA shapes
+# and types came later than the HMMA / IMMA names themselves: m16n8k8 on sm_75 (Turing), m16n8k16 and the BF16 /
+# TF32 types on sm_80 (CUTLASS mma_sm75.hpp / mma_sm80.hpp; PTX ISA, mma.sync target notes). Warpgroup MMA
+# (wgmma) is an sm_90a feature: Blackwell's SASS has tcgen05 (UTC*MMA) in its place.
+_FAMILY_CC = {"volta": 70, "turing": 75, "ampere": 80, "ada": 89, "hopper": 90, "blackwell": 100}
+_SINCE = {name: _FAMILY_CC[family] for family in reversed(FAMILIES)
+          for names in _INTRODUCED[family].values() for name in names.split()}  # the earliest family wins
+_SHAPE_SINCE = {("HMMA", "1688"): 75, ("HMMA", "16816"): 80, ("HMMA", "1684"): 80, ("IMMA", "8816"): 75,
+                ("IMMA", "8832"): 75, ("IMMA", "16816"): 80, ("IMMA", "16832"): 80, ("IMMA", "16864"): 80}
+_TYPE_SINCE = {"BF16": 80, "TF32": 80}  # HMMA input types
+_UNTIL = {name: 100 for name in ("HGMMA", "IGMMA", "QGMMA", "BGMMA")}  # sm_90a only
+
+
+def compute_capability_number(text: str) -> int:
+    """"9.0" -> 90, "10.3" -> 103 (the sm_XY number)."""
+    major, _, minor = text.partition(".")
+    return int(major) * 10 + int(minor or 0)
+
+
+def _cc_text(number: int) -> str:
+    return f"{number // 10}.{number % 10}"
+
+
+def supported_range(info: OpInfo) -> tuple[int, int | None]:
+    """(first, end): the compute capabilities (sm_XY as XY) whose SASS has this opcode, first <= cc < end (end
+    None: every later one)."""
+    modifiers = info.opcode.split(".")[1:]
+    first = _SINCE.get(info.base, 0)
+    for mod in modifiers:
+        first = max(first, _SHAPE_SINCE.get((info.base, mod), 0), _TYPE_SINCE.get(mod, 0) if info.base == "HMMA" else 0)
+    return first, _UNTIL.get(info.base)
+
+
+def unsupported_warning(infos, arch_name: str, compute_capability: str) -> str | None:
+    """One line naming the opcodes among `infos` that an architecture of this compute capability ("8.0") lacks,
+    or None when it has them all."""
+    cc = compute_capability_number(compute_capability)
+    missing: dict[str, OpInfo] = {}
+    for info in infos:
+        first, end = supported_range(info)
+        if (cc < first or end is not None and cc >= end) and info.opcode not in missing:
+            missing[info.opcode] = info
+    if not missing:
+        return None
+    parts = []
+    for opcode, info in sorted(missing.items()):
+        first, end = supported_range(info)
+        if end is not None and cc >= end:
+            parts.append(f"{opcode} exists on compute capability {first // 10}.x only")
+        else:
+            parts.append(f"{opcode} needs compute capability {_cc_text(first)}")
+    pipes = sorted({info.pipeline for info in missing.values()})
+    subject = "it runs" if len(missing) == 1 else "they run"
+    timing = f"the {pipes[0]} pipe's" if len(pipes) == 1 else f"the {' and '.join(pipes)} pipes'"
+    return f"{'; '.join(parts)}; {arch_name} is {compute_capability}: {subject} with {timing} timing anyway"

@@ -255,3 +255,10 @@ def walk_instrs(body, fn: Callable[[Instr], None]):
             fn(node)
         for child in _children(node):
             walk_instrs(child, fn)
+
+
+def program_infos(body) -> list[OpInfo]:
+    """The OpInfo of every instruction a program names (implicit branches, reconvergence and exits aside)."""
+    infos: list[OpInfo] = []
+    walk_instrs(body, lambda node: infos.append(node.info))
+    return infos
