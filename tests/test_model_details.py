@@ -22,6 +22,28 @@ def _kernel_file(tmp_path, program: str, block: int = 32, grid: int = 1, extra: 
     return path
 
 
+# --- mma.sync on Blackwell -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("arch", ["b200", "b300"])
+def test_blackwell_hmma_runs_at_the_warp_mma_rate_below_the_tcgen05_peak(arch):
+    """mma.sync (HMMA.16816) on Blackwell runs at tensor.warp_mma_flops_per_clock per sub-partition: hmma_peak
+    reaches 4 x that per SM, below the dense peak that only tcgen05 (UTCHMMA) reaches."""
+    tensor = gpusim.load_arch(arch).pipelines.tensor
+    assert tensor.warp_mma_flops_per_clock is not None
+    m = run(MB / "hmma_peak.yaml", arch, sms=2, params={"blocks": 4, "iters": 16}).metrics
+    per_sm = m["sm__inst_executed_pipe_tensor.sum"] * 4096 / (m["sm__cycles_active.avg"] * 2)
+    assert per_sm == pytest.approx(4 * tensor.warp_mma_flops_per_clock, rel=0.03)
+    assert per_sm < 0.5 * 4 * tensor.dense_fp16_flops_per_clock
+
+
+def test_hmma_peak_comment_states_the_warp_mma_rate():
+    """The workload's header explains mma.sync with warp_mma_flops_per_clock (683 x 4 = 2732 on Hopper), not the
+    dense 4096 per SM that needs warpgroup MMA."""
+    header = "".join(line for line in (MB / "hmma_peak.yaml").read_text().splitlines(True) if line.startswith("#"))
+    assert "warp_mma_flops_per_clock" in header and "683 x 4 = 2732" in header
+    assert "4096 per SM" not in header
+
+
 # --- opcodes an architecture lacks -----------------------------------------------------------------------------
 
 WGMMA = '  - {op: HGMMA.64x128x16.F32, dst: "acc{rep % 2}", src: [a, b], repeat: 8}\n'
