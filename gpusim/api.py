@@ -91,7 +91,7 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
 def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer) -> RunResult:
     started = time.perf_counter()
     traced = isinstance(kernel, TraceKernel)
-    warnings = []
+    warnings = [] if traced else list(kernel.warnings)  # a YAML kernel's own (e.g. a launch dimension floored)
     if traced:
         if simt != "stack":
             raise GpusimError(f"--simt {simt}: a trace records the order its warps executed; --simt applies to "

@@ -155,6 +155,8 @@ def _cmd_workload(args) -> int:
             print(json.dumps(records[0] if is_trace(path) else records, indent=2))
         return 0
     kernel = load_workload(path, parse_overrides(args.set))
+    for warning in kernel.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     mix = kernel_mix(kernel)
     if args.json:
         print(json.dumps(mix_record(kernel, mix), indent=2))

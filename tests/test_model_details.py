@@ -156,3 +156,44 @@ def test_divergence_counts_by_hand():
     warps = 8192 // 32
     assert mix.total_warp_insts == 33 * warps
     assert mix.total_thread_insts == 800 * warps
+
+
+# --- launch dimensions that floor -------------------------------------------------------------------------------
+
+def test_a_grid_that_floors_warns_with_field_expression_and_values():
+    """gemm_tile128 with M=500: grid[1] = M / 128 = 3.90625 is floored to 3 blocks, which cover 384 of the 500
+    rows; the run warns (it does not fail) and names the field, the expression and the values."""
+    result = run(ROOT / "workloads/gemm_tile128.yaml", "a100", sms=2, params={"M": 500, "N": 128, "K": 32})
+    assert result.launch["grid"] == [1, 3, 1]
+    floor = [w for w in result.warnings if "floored" in w]
+    assert len(floor) == 1
+    for part in ("launch.grid[1]", "M / 128", "3.90625", "M=500", "floored to 3 blocks", "384 of 500", "116 left over"):
+        assert part in floor[0], part
+
+
+def test_floored_grid_is_printed_by_the_cli():
+    for command in (("workload", "show"), ("run",)):
+        extra = ("--arch", "a100", "--sms", "2") if command == ("run",) else ()
+        proc = run_cli(*command, "workloads/gemm_tile128.yaml", *extra, "--set", "M=500", "--set", "N=128",
+                       "--set", "K=32")
+        assert proc.returncode == 0, proc.stderr
+        assert any(line.startswith("warning: ") and "launch.grid[1]" in line for line in proc.stderr.splitlines())
+
+
+def test_round_up_idiom_explicit_floor_and_exact_division_do_not_warn(tmp_path):
+    """(n + d - 1) / d rounds up on purpose, // asks for the floor, and 512 / 128 is exact: no warning. A block
+    dimension that floors warns like a grid dimension."""
+    text = ('kernel: k\nparams: {n: 1000, t: 128}\nlaunch: {grid: ["(n + t - 1) / t", "(n + 255) / 256", "n // 500"], '
+            'block: [BLOCK], registers_per_thread: 32}\nprogram:\n  - {op: FFMA, dst: r}\n')
+    path = tmp_path / "k.yaml"
+    path.write_text(text.replace("BLOCK", '"512 / 128 * 8"'))
+    kernel = load_workload(path)
+    assert kernel.launch.grid == (8, 4, 2) and kernel.launch.block[0] == 32 and kernel.warnings == ()
+    path.write_text(text.replace("BLOCK", '"n / 7"'))
+    (warning,) = load_workload(path).warnings
+    assert "launch.block[0] = n / 7" in warning and "floored to 142 threads" in warning
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workloads").rglob("*.yaml")))
+def test_shipped_workloads_do_not_floor_at_their_defaults(path):
+    assert load_workload(ROOT / path).warnings == ()

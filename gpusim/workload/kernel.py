@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import itertools
 import re
 from pathlib import Path
 
@@ -77,6 +79,7 @@ class Kernel:
     control_names: frozenset[str]
     control_uses_rand: bool
     seed: int = 0  # mixed into every rand(): --seed
+    warnings: tuple[str, ...] = ()  # one line each, found while loading (a launch dimension that floors)
     register_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # streams' resolved register names
     address_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # block walkers' block-invariant addresses
 
@@ -132,10 +135,42 @@ def parse_overrides(items: list[str] | None) -> dict:
     return dict(_parse_override(s) for s in items or [])
 
 
+def _terms(node: ast.expr, sign: int = 1) -> list[tuple[int, ast.expr]]:
+    """A sum's signed terms: a + b - c -> [(+1, a), (+1, b), (-1, c)]."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return _terms(node.left, sign) + _terms(node.right, -sign if isinstance(node.op, ast.Sub) else sign)
+    return [(sign, node)]
+
+
+def _rounds_up(numerator: ast.expr, divisor: int, value) -> bool:
+    """Whether a numerator reads as the ceiling idiom (x + d - 1) / d: some of its terms add up to d - 1."""
+    terms = [(sign, value(ast.unparse(node))) for sign, node in _terms(numerator)]
+    for size in range(1, len(terms)):
+        for subset in itertools.combinations(terms, size):
+            if all(isinstance(v, int) for _, v in subset) and sum(s * v for s, v in subset) == divisor - 1:
+                return True
+    return False
+
+
+def floored_divisions(text: str, value) -> list[tuple[str, int, int]]:
+    """The integer divisions `a / b` in a launch expression that drop a remainder, as (text, a, b); `value(text)`
+    evaluates a subexpression. `//` asks for the floor and the ceiling idiom (n + d - 1) / d rounds up: neither
+    is listed."""
+    found = []
+    for node in ast.walk(ast.parse(text.strip(), mode="eval")):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            a, b = value(ast.unparse(node.left)), value(ast.unparse(node.right))
+            if (type(a) is int and type(b) is int and b > 0 and a % b
+                    and not _rounds_up(node.left, b, value)):
+                found.append((ast.unparse(node), a, b))
+    return found
+
+
 class _Loader:
     def __init__(self, path: Path):
         self.path = path
         self.source = str(path)
+        self.warnings: list[str] = []
 
     def fail(self, line: int, msg: str):
         raise WorkloadError(f"{self.source}:{line}: {msg}")
@@ -202,7 +237,32 @@ class _Loader:
         if not 1 <= len(items) <= 3:
             self.fail(line, f"launch {what}: expected 1 to 3 dimensions, got {value!r}")
         dims = [self.const(v, line, f"launch {what}", params) for v in items]
+        for i, (text, dim) in enumerate(zip(items, dims)):
+            if isinstance(text, str):
+                self.check_floor(text, dim, line, f"launch.{what}[{i}]", params)
         return tuple(dims + [1] * (3 - len(dims)))
+
+    def check_floor(self, text: str, dim: int, line: int, field: str, params: dict) -> None:
+        """A warning when an integer division in a launch dimension drops a remainder (it is floored, as in C)."""
+        def value(sub: str):
+            return compile_expr(sub, f"{self.source}:{line}: {field}", params.__contains__, params).constant
+
+        floored = floored_divisions(text, value)
+        if not floored:
+            return
+        try:  # the value the expression would have without the floor
+            exact = compile_expr(text, "", params.__contains__, {k: float(v) for k, v in params.items()}).constant
+        except ExprError:  # (bit operations need integers)
+            exact = None
+        names = compile_expr(text, "", params.__contains__).names
+        with_params = ", ".join(f"{n}={params[n]}" for n in sorted(names) if n in params)
+        unit = "blocks" if field.startswith("launch.grid") else "threads"
+        whole = ast.unparse(ast.parse(text.strip(), mode="eval"))
+        details = "; ".join(("" if expr == whole else f"{expr} = {a} / {b} covers ")
+                            + f"{a // b} x {b} = {a // b * b} of {a}, {a % b} left over" for expr, a, b in floored)
+        self.warnings.append(f"{self.source}:{line}: {field} = {text}" + ("" if exact is None else f" = {exact:g}")
+                             + (f" with {with_params}" if with_params else "")
+                             + f": floored to {dim} {unit}: {details}")
 
     def launch(self, data: LineDict, params: dict, buffers: dict[str, Buffer]) -> Launch:
         if "launch" not in data:
@@ -244,7 +304,7 @@ class _Loader:
         names, uses_rand = control_names(program)
         return Kernel(name=name, description=str(data.get("description", "")).strip(), source=self.source,
                       params=params, launch=launch, buffers=buffers, program=program, exit_pc=compiler.pc,
-                      control_names=names, control_uses_rand=uses_rand, seed=seed)
+                      control_names=names, control_uses_rand=uses_rand, seed=seed, warnings=tuple(self.warnings))
 
 
 def load_workload(path: str | Path, overrides: dict | None = None, seed: int = 0) -> Kernel:
