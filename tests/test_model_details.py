@@ -1,6 +1,7 @@
 """Model details that are easy to get silently wrong: the mma.sync rate on Blackwell, opcodes an arch lacks,
 SIMT modes counting the same instructions, launch dimensions that floor, and the README's Python examples."""
 
+import doctest
 import re
 
 import pytest
@@ -197,3 +198,27 @@ def test_round_up_idiom_explicit_floor_and_exact_division_do_not_warn(tmp_path):
 @pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workloads").rglob("*.yaml")))
 def test_shipped_workloads_do_not_floor_at_their_defaults(path):
     assert load_workload(ROOT / path).warnings == ()
+
+
+# --- the README's Python examples -------------------------------------------------------------------------------
+
+README_BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+
+
+def test_readme_has_python_examples():
+    assert len(README_BLOCKS) >= 2 and any("gpusim.run(" in block for block in README_BLOCKS)
+
+
+@pytest.mark.parametrize("index", range(len(README_BLOCKS)))
+def test_readme_python_example_runs(index, monkeypatch):
+    """Every ```python block of README.md runs from the repository root: `>>>` blocks as doctests (their output
+    must match), others as scripts."""
+    monkeypatch.chdir(ROOT)
+    block = README_BLOCKS[index]
+    if ">>>" not in block:
+        exec(compile(block, f"README.md python block {index}", "exec"), {})
+        return
+    test = doctest.DocTestParser().get_doctest(block, {}, f"README.md python block {index}", "README.md", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test, out=lambda text: pytest.fail(text))
+    assert runner.failures == 0 and runner.tries > 0
