@@ -14,6 +14,7 @@ import simpy
 
 from .arch import ArchSpec, load_arch
 from .engine.gpu import build_gpu
+from .engine.scheduler import DEFAULT_POLICY
 from .errors import GpusimError
 from .stats.metrics import combine_metrics, kernel_metrics
 from .trace import TraceKernel, is_command_list, is_trace, load_trace, read_command_list
@@ -73,7 +74,8 @@ def load_kernel(workload, params: dict | None = None, seed: int = 0):
     return load_workload(workload, params or {}, seed=seed)
 
 
-def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str = "gto", simt: str = "stack",
+def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str = DEFAULT_POLICY,
+        simt: str = "stack",
         sms: int | None = None, params: dict | None = None, seed: int = 0, memory="hierarchy",
         observer=None) -> RunResult:
     """Simulate a workload on one architecture and return its metrics. `memory` is "hierarchy" (L1, L2, DRAM

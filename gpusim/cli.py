@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("workload", help="a workload YAML file, an Accel-Sim trace (.traceg, .traceg.xz) or a trace "
                                       "directory's kernelslist.g")
     run.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file")
-    run.add_argument("--scheduler", default="gto", help="warp scheduler policy: gto (default), lrr, two_level, "
+    run.add_argument("--scheduler", default="lrr", help="warp scheduler policy: lrr (default: the H200's even "
+                                                        "progress of warps, see validation/), gto, two_level, "
                                                         "oldest_first")
     run.add_argument("--simt", default="stack", choices=["stack", "its"],
                      help="divergence model: reconvergence stack (default) or Volta+ independent thread scheduling")

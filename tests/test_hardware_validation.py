@@ -100,17 +100,8 @@ def test_arch_file_latencies_are_the_measured_ones(runs):
 
 # --- engine tests: the simulated kernels against the measurements ----------------------------------------------
 
-# Why a row fails today (xfail, not strict: a fixed row shows as XPASS; delete its reason to pin it).
-COMMITTED = "engine at a5118e0"
-SMEM_PATHS = (f"{COMMITTED}: one shared-memory data path per sub-partition, four per SM, so a gcd(s, 32)-wavefront "
-              "load costs about gcd/4 + 0.75 SM cycles (8.75 at stride 32); an SM-wide data stage gives gcd")
-SMEM_FREE = ("a conflict-free LDS costs the engine 1.14 SM cycles (the H200: 1.00): under the default gto policy "
-             "the LSU idles about 18 of every 146 cycles while the 32 warps wait on their loads' IADD3 consumers "
-             "(1.00 with --scheduler lrr, or without the consumers)")
-STREAM_READ = f"{COMMITTED}: the DRAM model reads at 4.80 TB/s (its peak); the H200 at 4.15"
-STREAM_COPY = f"{COMMITTED}: the DRAM model copies at 4.82 TB/s (no read/write turnaround); the H200 at 3.97"
-
-# row key -> (relative tolerance, reason it fails today or None). 5% everywhere: every row is a steady-state
+# row key -> (relative tolerance, reason it fails today or None: a failing row is xfail, not strict, with its
+# reason; none fails today). 5% everywhere: every row is a steady-state
 # marginal cost or an exact count, and the two back-to-back H200 runs agree within 1.4% (DRAM), 0.1% elsewhere.
 TOLERANCE = {
     "ffma_latency": (0.05, None),
@@ -120,9 +111,9 @@ TOLERANCE = {
     "chase_l1": (0.05, None),
     "chase_l2": (0.05, None),
     "chase_dram": (0.05, None),
-    **{f"smem_stride_{s}": (0.05, SMEM_FREE if math.gcd(s, 32) == 1 else SMEM_PATHS) for s in compare.SMEM_STRIDES},
-    "stream_read": (0.05, STREAM_READ),
-    "stream_copy": (0.05, STREAM_COPY),
+    **{f"smem_stride_{s}": (0.05, None) for s in compare.SMEM_STRIDES},
+    "stream_read": (0.05, None),
+    "stream_copy": (0.05, None),
     **{key: (0.05, None) for key in ("blocks_256t_20r_0k", "blocks_256t_20r_64k", "blocks_128t_20r_64k",
                                      "blocks_512t_20r_64k", "blocks_256t_40r_0k", "blocks_256t_76r_0k",
                                      "blocks_256t_110r_0k", "blocks_128t_110r_20k", "blocks_128t_172r_0k",
@@ -166,15 +157,6 @@ def test_compare_prints_a_table_ending_with_the_mean_absolute_error(simulated, m
 
 
 # --- the pieces compare.py is built from ---------------------------------------------------------------------
-
-def test_residency_counts_the_most_blocks_issuing_at_once_per_sm():
-    """Blocks overlap while both issue; one that ends the cycle before another starts does not overlap it."""
-    counter = compare.Residency()
-    counter.spans = {(0, 0): [0, 100], (0, 1): [5, 50], (0, 2): [51, 60], (0, 3): [101, 200], (1, 4): [0, 10]}
-    assert counter.max_resident_per_sm() == 2
-    counter.spans[(0, 5)] = [40, 60]
-    assert counter.max_resident_per_sm() == 3
-
 
 def test_a_refused_launch_is_zero_resident_blocks():
     sim = compare.Sim(compare.OWN / "resident_spin.yaml", 1, (("regs", 172), ("threads", 1024)), residency=True)

@@ -32,7 +32,7 @@ OWN = HERE / "workloads"  # kernels that mirror microbench.cu where no shipped w
 FLOP_PER_HMMA_16816 = 2 * 16 * 8 * 16  # m16n8k16: 4096 FLOP per warp-instruction
 SMEM_STRIDES = (1, 2, 3, 4, 8, 16, 32, 33)
 LONG_SPIN = 100_000  # occupancy rows with shorter spins retire blocks before the first wave is placed
-RESIDENT = "validation__max_resident_blocks_per_sm"  # what the Residency observer adds to a run's metrics
+RESIDENT = "gpusim__max_resident_blocks_per_sm"  # the engine's most blocks running at once on one SM
 
 
 @dataclass(frozen=True)
@@ -66,49 +66,18 @@ class Sim:
     workload: Path
     sms: int | None
     params: tuple[tuple[str, int], ...]
-    residency: bool = False  # attach the Residency observer
+    residency: bool = False  # a residency row: a launch the engine refuses is 0 resident blocks
     cost: float = field(default=0.0, compare=False)  # rough relative cost, to start the long runs first
 
 
-class Residency:
-    """Observer: each block's first and last issue cycle per SM. The most blocks whose issue windows overlap
-    on one SM is the resident blocks the engine ran at once (on the H200, %smid counters in the kernel)."""
-
-    def __init__(self):
-        self.spans: dict[tuple[int, int], list[int]] = {}
-
-    def issued(self, sm, sp, warp, inst, now: int) -> None:
-        span = self.spans.get((sm.index, warp.block.index))
-        if span is None:
-            self.spans[(sm.index, warp.block.index)] = [now, now]
-        else:
-            span[1] = now
-
-    def max_resident_per_sm(self) -> int:
-        events: dict[int, list[tuple[int, int]]] = {}
-        for (sm, _block), (first, last) in self.spans.items():
-            events.setdefault(sm, []).extend([(first, 1), (last + 1, -1)])  # a retire sorts before a start
-        best = 0
-        for changes in events.values():
-            live = 0
-            for _cycle, change in sorted(changes):
-                live += change
-                best = max(best, live)
-        return best
-
-
 def simulate(arch: str, sim: Sim) -> dict:
-    """The run's metrics (with the Residency count where asked; 0 where the engine refuses the launch)."""
-    observer = Residency() if sim.residency else None
+    """The run's metrics (for a residency row, {RESIDENT: 0} where the engine refuses the launch)."""
     try:
-        metrics = run(sim.workload, arch, sms=sim.sms, params=dict(sim.params), observer=observer).metrics
+        return run(sim.workload, arch, sms=sim.sms, params=dict(sim.params)).metrics
     except GpusimError as exc:
         if sim.residency and "cannot be resident" in str(exc):
             return {RESIDENT: 0}
         raise
-    if observer is not None:
-        metrics[RESIDENT] = observer.max_resident_per_sm()
-    return metrics
 
 
 def _simulate_task(task: tuple[str, Sim]) -> dict:
@@ -257,7 +226,7 @@ def _occupancy_plans(results: dict, mean) -> list[Plan]:
         plans.append(Plan(f"blocks_{case['threads']}t_{case['regs']}r_{smem >> 10}k",
                           f"blocks/SM: {case['threads']} thr, {case['regs']} regs, {smem >> 10} KB smem",
                           mean(lambda r, i=i: r["occupancy"][i]["measured_blocks_per_sm"]),
-                          "resident_spin, 40 blocks per SM, 2 SMs: most blocks issuing at once on an SM",
+                          "resident_spin, 40 blocks per SM, 2 SMs: most blocks running at once on an SM",
                           (sim,), lambda m: m[0][RESIDENT]))
     return plans
 

@@ -14,6 +14,7 @@ from ..memory import FixedLatencyMemory
 from ..memory.hierarchy import MemoryHierarchy
 from ..workload.stream import BlockStreams
 from .dispatcher import Dispatcher, interleave_by_gpc
+from .scheduler import DEFAULT_POLICY
 from .sm import SM
 from .subpartition import INF
 from .timing import TimingTable
@@ -43,7 +44,7 @@ def sm_layout(spec, sms: int | None = None) -> list[list[list[int]]]:
 class GPU:
     """The simulated device for one kernel launch."""
 
-    def __init__(self, spec, env: simpy.Environment, kernel, *, scheduler: str = "gto", sms: int | None = None,
+    def __init__(self, spec, env: simpy.Environment, kernel, *, scheduler: str = DEFAULT_POLICY, sms: int | None = None,
                  memory=None, observer=None, stream_factory=None):
         self.spec, self.env, self.kernel = spec, env, kernel
         launch = kernel.launch
