@@ -1,6 +1,7 @@
 """Warp-scheduling policies: small strategy objects, one per sub-partition, chosen by name.
 
-A policy sees the candidate warps (those whose operands are ready; their pipe may still be busy), oldest first,
+A policy sees the candidate warps (those whose operands are ready; their pipe may still be busy), oldest first
+(in warp-slot order for a policy whose `ready_by_slot` is True),
 and returns them in the order it prefers; the sub-partition issues the first whose pipe is free. Policies need only each
 warp's `slot` (its warp-slot index in the SM) and `age` (launch order, smaller = older), so they are testable
 without the engine. Add one by subclassing `Policy` (or any built-in policy) and registering it with
@@ -20,10 +21,16 @@ def age(warp: Any) -> int:
     return warp.age
 
 
+def slot(warp: Any) -> int:
+    """Sort key: warp slot in the SM."""
+    return warp.slot
+
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Policy:
     name = "policy"
+    ready_by_slot = False  # candidates come oldest first; True: in warp-slot order instead
 
     def order(self, candidates: list[Any], now: int) -> Sequence[Any]:
         raise NotImplementedError
@@ -43,18 +50,25 @@ class LooseRoundRobin(Policy):
     """lrr: start after the warp slot that issued last and go round."""
 
     name = "lrr"
+    ready_by_slot = True  # the sub-partition keeps its ready warps in slot order: the round is a rotation
 
     def __init__(self, slots: int):
-        self.slots = slots
-        self.last = -1
+        self.slots: int = slots
+        self.last: int = -1
 
-    def order(self, candidates, now):
-        if len(candidates) < 2:
+    def order(self, candidates: list[Any], now: int) -> Sequence[Any]:
+        count = len(candidates)
+        if count < 2:
             return candidates
-        last, n = self.last, self.slots
-        return sorted(candidates, key=lambda w: (w.slot - last - 1) % n)
+        last = self.last
+        first = 0  # the first candidate after the slot that issued last
+        while first < count and candidates[first].slot <= last:
+            first += 1
+        if first == 0 or first == count:
+            return candidates
+        return candidates[first:] + candidates[:first]
 
-    def issued(self, warp, now):
+    def issued(self, warp: Any, now: int) -> None:
         self.last = warp.slot
 
 

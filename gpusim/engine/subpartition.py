@@ -12,7 +12,7 @@ import heapq
 from typing import TYPE_CHECKING, Any
 
 from ..stats.counters import SMCounters
-from .scheduler import Policy, age as _age
+from .scheduler import Policy, age as _age, slot as _slot
 from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
 from .warp import Warp, operands_ready
 
@@ -41,6 +41,7 @@ class SubPartition:
         self.next_at: int = INF
         self.timing_cache: dict[str, OpTiming] = timing.cache
         self.observer: Any = sm.observer
+        self.by_slot: bool = bool(policy.ready_by_slot)  # the order the ready list is kept in (the policy's)
 
     # --- warps arriving, sleeping, waking ----------------------------------------------------------------
     def add_warp(self, warp: Warp, now: int) -> None:
@@ -48,10 +49,17 @@ class SubPartition:
         warp.since = now
         if self.fetch(warp):
             warp.reason = NOT_SELECTED
-            bisect.insort(self.ready, warp, key=_age)
+            self.make_ready(warp)
             self.next_at = min(self.next_at, now)
         else:
             self.sm.retire_warp(warp, now)
+
+    def make_ready(self, warp: Warp) -> None:
+        """Into the ready list, kept oldest first (or in slot order, for a policy that asks for it)."""
+        if self.by_slot:
+            bisect.insort(self.ready, warp, key=_slot)
+        else:
+            bisect.insort(self.ready, warp, key=_age)
 
     def sleep(self, warp: Warp, until: int, reason: str, retire: bool = False) -> None:
         warp.reason = reason
@@ -86,7 +94,7 @@ class SubPartition:
                 self.sm.retire_warp(warp, t)
                 continue
             warp.reason = NOT_SELECTED if pipe_free[warp.timing.pipe_index] <= t else warp.timing.throttle
-            bisect.insort(ready, warp, key=_age)
+            self.make_ready(warp)
         chosen: Warp | None = None
         if ready:
             candidates = ready if len(ready) == 1 else self.policy.order(ready, now)
