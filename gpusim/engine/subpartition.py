@@ -32,7 +32,7 @@ class SubPartition:
         self.timing = timing
         self.counters = counters
         self.memory = memory
-        self.ready: list[Warp] = []  # oldest first
+        self.ready: list[Warp] = []  # oldest first (in slot order for a policy with ready_by_slot)
         self.heap: list[tuple[int, int, Warp, bool]] = []  # (wake-up cycle, insertion number, warp, retire)
         self.pushed = 0  # warps put in the heap so far: the tie-breaker, so equal wake-ups keep insertion order
         self.pipe_free: list[int] = [0] * len(PIPES)  # first cycle each pipe accepts an instruction (by pipe_index)
