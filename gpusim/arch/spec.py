@@ -15,6 +15,14 @@ __all__ = [
 ]
 
 
+def short_repr(value, limit: int = 40) -> str:
+    """`repr(value)` for a one-line message: at most `limit` characters, never a 5,000-digit number."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 15]}...({len(text)} chars)"
+
+
 def _positive(instance, attribute, value):
     if value <= 0:
         raise ValueError(f"{attribute.name}: expected a positive number, got {value!r}")
