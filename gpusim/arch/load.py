@@ -154,8 +154,9 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's event
         if self.nodes > MAX_YAML_NODES:
             raise _Refused(event.start_mark, f"more than {MAX_YAML_NODES:,} values in one file")
         if len(self.keys) >= MAX_YAML_DEPTH:
-            where = ".".join(k for k in self.keys if k is not None) or "the document"
-            raise _Refused(event.start_mark, f"{shown(where, 60)}: nested deeper than {MAX_YAML_DEPTH} levels")
+            where = ".".join(shown(k, 40) for k in self.keys if k is not None) or "the document"
+            where = where if len(where) <= 80 else where[:77] + "..."  # the outer keys say where
+            raise _Refused(event.start_mark, f"{where}: nested deeper than {MAX_YAML_DEPTH} levels")
         # a mapping's value is composed with its key node as `index`
         self.keys.append(str(index.value) if isinstance(index, yaml.ScalarNode) else None)
         try:
@@ -184,8 +185,8 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's event
             if key in mapping.key_lines:
                 raise _Refused(key_node.start_mark, f"duplicate key {short_repr(key)} (also on line "
                                                     f"{mapping.key_lines[key]})")
-            try:
-                mapping[key] = self.construct_object(value_node, deep=deep)
+            try:  # deep: a list's items now, inside this try, so their errors name the key too
+                mapping[key] = self.construct_object(value_node, deep=True)
             except _Refused as exc:
                 if not exc.keyed:
                     exc.problem, exc.keyed = f"key {short_repr(key)}: {exc.problem}", True

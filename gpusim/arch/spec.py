@@ -1,10 +1,14 @@
 """Frozen, validated descriptions of a GPU, built from arch/*.yaml.
 
-Every field carries a one-line description and a unit in its metadata (see `describe_fields`);
-validators reject non-positive counts. Nothing here is a number about a particular GPU.
+Every field carries a one-line description, a unit and its accepted range in its metadata (see
+`describe_fields`). Validators refuse booleans, NaN, infinities and values outside generous but finite
+ranges (the limits of plausible hardware, so a hostile file cannot make the engine hang or fill memory).
+Nothing here is a number about a particular GPU.
 """
 
 from __future__ import annotations
+
+import re
 
 import attrs
 from attrs import validators as v
@@ -15,6 +19,10 @@ __all__ = [
 ]
 
 
+KIB, MIB, GIB = 2**10, 2**20, 2**30
+MAX_CYCLES = 100_000  # every latency: far above any real part's, finite so a run stays bounded
+
+
 def short_repr(value, limit: int = 40) -> str:
     """`repr(value)` for a one-line message: at most `limit` characters, never a 5,000-digit number."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
@@ -23,43 +31,96 @@ def short_repr(value, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:limit - 15]}...({len(text)} chars)"
 
 
-def _positive(instance, attribute, value):
-    if value <= 0:
-        raise ValueError(f"{attribute.name}: expected a positive number, got {value!r}")
+class _Range:
+    """A numeric field's validator: refuses booleans, NaN, infinities and values outside [lo, hi];
+    `text` states the range (the field's metadata carries it, so the schema shows it)."""
+
+    def __init__(self, lo, hi, *, integer: bool = True, lo_open: bool = False, power_of_two: bool = False):
+        self.lo, self.hi, self.integer, self.lo_open, self.power_of_two = lo, hi, integer, lo_open, power_of_two
+        span = f"{lo:,} to {hi:,}" if lo != hi else f"{lo:,}"
+        if power_of_two:
+            self.text = f"a power of two from {span}"
+        elif integer:
+            self.text = f"a positive integer up to {hi:,}" if lo == 1 else f"an integer from {span}"
+        else:
+            self.text = f"a positive number up to {hi:,}" if lo_open and lo == 0 else f"a number from {span}"
+        if power_of_two and lo == hi:
+            self.text = f"{lo}"
+
+    def __call__(self, instance, attribute, value):
+        kind = (int,) if self.integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ValueError(f"{attribute.name}: expected {'an integer' if self.integer else 'a number'}, "
+                             f"got {short_repr(value)}")
+        above = value > self.lo if self.lo_open else value >= self.lo
+        if not (above and value <= self.hi) or (self.power_of_two and value & (value - 1)):
+            raise ValueError(f"{attribute.name}: expected {self.text}, got {short_repr(value)}")
 
 
-def _non_negative(instance, attribute, value):
-    if value < 0:
-        raise ValueError(f"{attribute.name}: expected zero or more, got {value!r}")
+def _count(hi, lo=1):
+    return _Range(lo, hi)
 
 
-def _fraction(instance, attribute, value):
-    if not 0 < value <= 1:
-        raise ValueError(f"{attribute.name}: expected a fraction in (0, 1], got {value!r}")
+def _pow2(hi, lo=1):
+    return _Range(lo, hi, power_of_two=True)
 
 
-def _power_of_two(instance, attribute, value):
-    if value <= 0 or value & (value - 1):
-        raise ValueError(f"{attribute.name}: expected a power of two, got {value!r}")
+def _number(lo, hi):
+    """A finite float in [lo, hi], or in (0, hi] when lo is 0."""
+    return _Range(lo, hi, integer=False, lo_open=lo == 0)
 
 
-def _field(doc: str, unit: str = "", validator=_positive, **kw):
-    return attrs.field(validator=validator, metadata={"doc": doc, "unit": unit}, **kw)
+class _Optional:
+    """None, or what `inner` accepts."""
+
+    def __init__(self, inner):
+        self.inner, self.text = inner, f"{inner.text}, or absent"
+
+    def __call__(self, instance, attribute, value):
+        if value is not None:
+            self.inner(instance, attribute, value)
+
+
+class _Fraction(_Range):
+    def __init__(self):
+        super().__init__(0, 1, integer=False, lo_open=True)
+        self.text = "a fraction in (0, 1]"
+
+
+class _Text:
+    """A one-line printable string of at most `limit` characters (it appears in messages and tables)."""
+
+    def __init__(self, limit: int, pattern: str | None = None, what: str = ""):
+        self.limit, self.pattern = limit, pattern and re.compile(pattern)
+        self.text = what or f"one line of at most {limit} printable characters"
+
+    def __call__(self, instance, attribute, value):
+        if not isinstance(value, str):
+            raise ValueError(f"{attribute.name}: expected a string, got {short_repr(value)}")
+        if len(value) > self.limit or not value.isprintable() or (self.pattern and not self.pattern.fullmatch(value)):
+            raise ValueError(f"{attribute.name}: expected {self.text}, got {short_repr(value)}")
+
+
+def _field(doc: str, unit: str = "", validator=None, **kw):
+    """An attrs field with its description, unit and (from the validator) the accepted range in metadata."""
+    valid_range = getattr(validator, "text", "")
+    return attrs.field(validator=validator, metadata={"doc": doc, "unit": unit, "range": valid_range}, **kw)
 
 
 @attrs.frozen
 class Clocks:
-    core_mhz: float = _field("SM boost clock; FP32/INT peaks and simulated time use it", "MHz")
-    tensor_mhz: float = _field("clock NVIDIA quotes its tensor-core peak at (often below boost)", "MHz")
-    memory_note: str = _field("what the memory clock is, in words", validator=v.instance_of(str), default="")
+    core_mhz: float = _field("SM boost clock; FP32/INT peaks and simulated time use it", "MHz", _number(1, 10_000))
+    tensor_mhz: float = _field("clock NVIDIA quotes its tensor-core peak at (often below boost)", "MHz",
+                               _number(1, 10_000))
+    memory_note: str = _field("what the memory clock is, in words", validator=_Text(200), default="")
 
 
 @attrs.frozen
 class Structure:
-    gpcs: int = _field("graphics processing clusters in the enabled part", "count")
-    tpcs_per_gpc: int = _field("texture processing clusters per GPC in the full die", "count")
-    sms_per_tpc: int = _field("SMs per TPC", "count")
-    enabled_sms: int = _field("SMs enabled in this product", "count")
+    gpcs: int = _field("graphics processing clusters in the enabled part", "count", _count(64))
+    tpcs_per_gpc: int = _field("texture processing clusters per GPC in the full die", "count", _count(64))
+    sms_per_tpc: int = _field("SMs per TPC", "count", _count(8))
+    enabled_sms: int = _field("SMs enabled in this product", "count", _count(1024))
 
     def __attrs_post_init__(self):
         full = self.gpcs * self.tpcs_per_gpc * self.sms_per_tpc
@@ -70,16 +131,20 @@ class Structure:
 
 @attrs.frozen
 class SMSpec:
-    sub_partitions: int = _field("processing blocks (SMSPs) per SM, each with its own scheduler", "count")
-    warp_size: int = _field("threads per warp", "threads", validator=_power_of_two)
-    max_warps: int = _field("resident warp slots per SM", "warps")
-    max_threads: int = _field("resident threads per SM", "threads")
-    max_blocks: int = _field("resident thread-block slots per SM", "blocks")
-    max_threads_per_block: int = _field("largest block a launch may ask for", "threads")
-    registers: int = _field("32-bit registers per SM (split evenly across sub-partitions)", "registers")
-    registers_per_block: int = _field("32-bit registers one block may hold", "registers")
-    max_registers_per_thread: int = _field("largest per-thread register count the ISA encodes", "registers")
-    register_allocation_unit: int = _field("per-warp register allocation granularity", "registers")
+    sub_partitions: int = _field("processing blocks (SMSPs) per SM, each with its own scheduler", "count",
+                                 _count(16))
+    warp_size: int = _field("threads per warp (the workload and trace models are 32 lanes wide)", "threads",
+                            _pow2(32, 32))
+    max_warps: int = _field("resident warp slots per SM", "warps", _count(1024))
+    max_threads: int = _field("resident threads per SM", "threads", _count(32 * 1024))
+    max_blocks: int = _field("resident thread-block slots per SM", "blocks", _count(1024))
+    max_threads_per_block: int = _field("largest block a launch may ask for", "threads", _count(32 * 1024))
+    registers: int = _field("32-bit registers per SM (split evenly across sub-partitions)", "registers",
+                            _count(MIB))
+    registers_per_block: int = _field("32-bit registers one block may hold", "registers", _count(MIB))
+    max_registers_per_thread: int = _field("largest per-thread register count the ISA encodes", "registers",
+                                           _count(1024))
+    register_allocation_unit: int = _field("per-warp register allocation granularity", "registers", _count(8192))
 
     def __attrs_post_init__(self):
         if self.max_threads != self.max_warps * self.warp_size:
@@ -94,26 +159,39 @@ class SMSpec:
 class FrontendSpec:
     """Warp front-end and block-launch timing (not published by NVIDIA; the files say what they assume)."""
 
-    branch_resolve_cycles: int = _field("cycles after a branch issues before its warp can issue again", "cycles")
+    branch_resolve_cycles: int = _field("cycles after a branch issues before its warp can issue again", "cycles",
+                                        _count(MAX_CYCLES))
     block_launch_cycles: int = _field("cycles from the dispatcher choosing an SM to the block's first issue",
-                                      "cycles")
+                                      "cycles", _count(MAX_CYCLES))
+
+
+class _CarveoutSteps:
+    """1 to 64 carveout sizes, each 0 to 16,384 KiB."""
+
+    text = "1 to 64 sizes, each an integer from 0 to 16,384"
+
+    def __call__(self, instance, attribute, value):
+        if not 1 <= len(value) <= 64 or any(isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= 16 * KIB
+                                            for x in value):
+            raise ValueError(f"{attribute.name}: expected {self.text}, got {short_repr(list(value))}")
 
 
 @attrs.frozen
 class SharedMemorySpec:
-    per_sm_bytes: int = _field("largest shared-memory carveout per SM", "bytes")
-    per_block_default_bytes: int = _field("per-block limit without the opt-in attribute", "bytes")
-    per_block_optin_bytes: int = _field("per-block limit with cudaFuncAttributeMaxDynamicSharedMemorySize", "bytes")
+    per_sm_bytes: int = _field("largest shared-memory carveout per SM", "bytes", _count(16 * MIB))
+    per_block_default_bytes: int = _field("per-block limit without the opt-in attribute", "bytes", _count(16 * MIB))
+    per_block_optin_bytes: int = _field("per-block limit with cudaFuncAttributeMaxDynamicSharedMemorySize", "bytes",
+                                        _count(16 * MIB))
     reserved_per_block_bytes: int = _field("shared memory the driver reserves per resident block", "bytes",
-                                           validator=_non_negative)
-    allocation_granularity_bytes: int = _field("per-block allocation granularity", "bytes", validator=_power_of_two)
+                                           _count(64 * KIB, lo=0))
+    allocation_granularity_bytes: int = _field("per-block allocation granularity", "bytes", _pow2(64 * KIB))
     carveout_steps_kb: tuple[int, ...] = _field(
-        "carveout sizes the driver snaps a preference up to, ascending", "KiB",
-        validator=v.min_len(1), converter=tuple)
-    banks: int = _field("shared-memory banks", "banks", validator=_power_of_two)
-    bank_width_bytes: int = _field("bytes each bank serves per cycle", "bytes", validator=_power_of_two)
-    unified_l1_bytes: int = _field("unified L1 data cache + shared memory capacity per SM", "bytes")
-    barriers_per_block_slot: int = _field("named-barrier sets per block slot (CTA barrier limit)", "barriers")
+        "carveout sizes the driver snaps a preference up to, ascending", "KiB", _CarveoutSteps(), converter=tuple)
+    banks: int = _field("shared-memory banks", "banks", _pow2(1024))
+    bank_width_bytes: int = _field("bytes each bank serves per cycle", "bytes", _pow2(256))
+    unified_l1_bytes: int = _field("unified L1 data cache + shared memory capacity per SM", "bytes", _count(16 * MIB))
+    barriers_per_block_slot: int = _field("named-barrier sets per block slot (CTA barrier limit)", "barriers",
+                                          _count(64))
     barrier_limit_enforced: bool = _field("whether CUDA's occupancy calculator applies the barrier limit",
                                           validator=v.instance_of(bool))
 
@@ -132,8 +210,9 @@ class SharedMemorySpec:
 @attrs.frozen
 class Pipeline:
     lanes: float = _field("thread-operations per clock per sub-partition (0.5 = one warp-instruction per 64 clocks)",
-                          "lanes")
-    latency: int = _field("dependent-issue latency (result ready after this many clocks)", "cycles")
+                          "lanes", _Range(0.01, 1024, integer=False))
+    latency: int = _field("dependent-issue latency (result ready after this many clocks)", "cycles",
+                          _count(MAX_CYCLES))
 
     def issue_interval(self, warp_size: int) -> float:
         """Clocks one warp-instruction occupies the pipe: warp_size / lanes."""
@@ -142,13 +221,14 @@ class Pipeline:
 
 @attrs.frozen
 class TensorPipeline:
-    dense_fp16_flops_per_clock: int = _field("dense FP16 FLOP (FMA = 2) per clock per sub-partition", "FLOP/clk")
-    latency: int = _field("dependent-issue latency of one warp-level MMA", "cycles")
+    dense_fp16_flops_per_clock: int = _field("dense FP16 FLOP (FMA = 2) per clock per sub-partition", "FLOP/clk",
+                                             _count(64 * KIB))
+    latency: int = _field("dependent-issue latency of one warp-level MMA", "cycles", _count(MAX_CYCLES))
     warp_mma_flops_per_clock: int | None = _field(
         "dense FP16 FLOP per clock per sub-partition that warp-level MMA (mma.sync: HMMA, IMMA) reaches, where "
         "it is below the peak (Hopper and later reach the peak only with warpgroup / tcgen05 MMA); "
         "default: dense_fp16_flops_per_clock", "FLOP/clk",
-        validator=v.optional(_positive), default=None)
+        validator=_Optional(_count(64 * KIB)), default=None)
 
     @property
     def warp_mma_rate(self) -> int:
@@ -169,7 +249,7 @@ class Pipelines:
     memory_queue_depth: int = _field(
         "memory instructions a sub-partition's load/store pipes hold issued but not yet started (the MIO / LSU "
         "instruction queue): issue stalls (mio_throttle, lg_throttle) only when it is full", "instructions",
-        default=2)
+        _count(1024), default=2)
 
 
 def _sectors_per_line(spec) -> None:
@@ -178,14 +258,25 @@ def _sectors_per_line(spec) -> None:
         raise ValueError(f"line_bytes: expected 1 to 16 sectors of {spec.sector_bytes} bytes, got {spec.line_bytes}")
 
 
+def _cache_sets(size_bytes: int, line_bytes: int, associativity: int) -> int:
+    """Sets a SectoredCache of this geometry allocates (it keeps one table per set)."""
+    lines = max(1, size_bytes // line_bytes)
+    return max(1, lines // min(associativity, lines))
+
+
+MAX_L1_SETS, MAX_L2_SETS = 4096, MIB  # per SM / in all: 64x and 40x the largest modelled part's
+
+
 @attrs.frozen
 class L1Spec:
-    line_bytes: int = _field("cache line (tag) size", "bytes", validator=_power_of_two)
-    sector_bytes: int = _field("sector (fill) size", "bytes", validator=_power_of_two)
-    associativity: int = _field("ways per set", "ways")
-    hit_latency: int = _field("load-to-use latency of an L1 hit", "cycles")
-    shared_latency: int = _field("load-to-use latency of a conflict-free shared-memory load", "cycles")
-    mshrs: int = _field("outstanding miss entries per SM", "entries")
+    line_bytes: int = _field("cache line (tag) size", "bytes", _pow2(4 * KIB, lo=16))
+    sector_bytes: int = _field("sector (fill) size", "bytes", _pow2(KIB, lo=4))
+    associativity: int = _field(f"ways per set (unified_l1_bytes / line_bytes / ways at most {MAX_L1_SETS:,} sets)",
+                                "ways", _count(64 * KIB))
+    hit_latency: int = _field("load-to-use latency of an L1 hit", "cycles", _count(MAX_CYCLES))
+    shared_latency: int = _field("load-to-use latency of a conflict-free shared-memory load", "cycles",
+                                 _count(MAX_CYCLES))
+    mshrs: int = _field("outstanding miss entries per SM", "entries", _count(64 * KIB))
 
     def __attrs_post_init__(self):
         _sectors_per_line(self)
@@ -193,34 +284,39 @@ class L1Spec:
 
 @attrs.frozen
 class L2Spec:
-    size_bytes: int = _field("total L2 capacity", "bytes")
-    slices: int = _field("address-interleaved L2 slices", "slices")
-    line_bytes: int = _field("cache line (tag) size", "bytes", validator=_power_of_two)
-    sector_bytes: int = _field("sector size", "bytes", validator=_power_of_two)
-    associativity: int = _field("ways per set", "ways")
-    hit_latency: int = _field("load-to-use latency of an L1 miss that hits in L2", "cycles")
-    bandwidth_bytes_per_clock: int = _field("aggregate L2 read bandwidth", "bytes/clk")
+    size_bytes: int = _field("total L2 capacity", "bytes", _count(GIB))
+    slices: int = _field("address-interleaved L2 slices", "slices", _count(1024))
+    line_bytes: int = _field("cache line (tag) size", "bytes", _pow2(4 * KIB, lo=16))
+    sector_bytes: int = _field("sector size", "bytes", _pow2(KIB, lo=4))
+    associativity: int = _field(f"ways per set (size_bytes / line_bytes / ways at most {MAX_L2_SETS:,} sets)",
+                                "ways", _count(64 * KIB))
+    hit_latency: int = _field("load-to-use latency of an L1 miss that hits in L2", "cycles", _count(MAX_CYCLES))
+    bandwidth_bytes_per_clock: int = _field("aggregate L2 read bandwidth", "bytes/clk", _count(MIB))
     sm_bytes_per_clock: int = _field(
-        "bandwidth of one SM's port to L2 (L1 misses, stores, atomics), per core clock", "bytes/clk")
+        "bandwidth of one SM's port to L2 (L1 misses, stores, atomics), per core clock", "bytes/clk", _count(64 * KIB))
     atomic_cycles_per_address_update: int = _field(
         "clocks an L2 slice needs per atomic update of one address (updates to one address serialize)", "cycles",
-        default=1)
+        _count(MAX_CYCLES), default=1)
 
     def __attrs_post_init__(self):
         _sectors_per_line(self)
+        sets = _cache_sets(self.size_bytes, self.line_bytes, self.associativity)
+        if sets > MAX_L2_SETS:
+            raise ValueError(f"associativity: expected at most {MAX_L2_SETS:,} sets (size_bytes / line_bytes / "
+                             f"associativity), got {sets:,} sets with {self.associativity} ways")
 
 
 @attrs.frozen
 class DramSpec:
-    type: str = _field("memory technology", validator=v.instance_of(str))
-    capacity_gb: float = _field("device memory capacity", "GB")
-    bandwidth_gbs: float = _field("peak DRAM bandwidth NVIDIA quotes", "GB/s")
-    latency: int = _field("load-to-use latency of a load that misses L1 and L2", "cycles")
-    channels: int = _field("independent channels the bandwidth is spread over", "channels")
+    type: str = _field("memory technology", validator=_Text(64))
+    capacity_gb: float = _field("device memory capacity", "GB", _number(0, 100_000))
+    bandwidth_gbs: float = _field("peak DRAM bandwidth NVIDIA quotes", "GB/s", _number(1, 1_000_000))
+    latency: int = _field("load-to-use latency of a load that misses L1 and L2", "cycles", _count(MAX_CYCLES))
+    channels: int = _field("independent channels the bandwidth is spread over", "channels", _count(1024))
     read_efficiency: float = _field("fraction of the peak that streaming reads reach (refresh, page misses)",
-                                    "fraction", validator=_fraction)
+                                    "fraction", _Fraction())
     write_efficiency: float = _field("fraction of the peak that write-backs reach (bus turnaround as well)",
-                                     "fraction", validator=_fraction)
+                                     "fraction", _Fraction())
 
 
 @attrs.frozen
@@ -232,9 +328,10 @@ class MemorySpec:
 
 @attrs.frozen
 class ArchSpec:
-    name: str = _field("short name (the file's stem)", validator=v.instance_of(str))
-    full_name: str = _field("product name", validator=v.instance_of(str))
-    compute_capability: str = _field("CUDA compute capability, 'major.minor'", validator=v.matches_re(r"\d+\.\d+"))
+    name: str = _field("short name (the file's stem)", validator=_Text(64))
+    full_name: str = _field("product name", validator=_Text(200))
+    compute_capability: str = _field("CUDA compute capability, 'major.minor'",
+                                     validator=_Text(5, r"[0-9]{1,2}\.[0-9]{1,2}", "'major.minor', e.g. '9.0'"))
     clocks: Clocks = _field("clock rates", validator=v.instance_of(Clocks))
     structure: Structure = _field("GPC/TPC/SM hierarchy", validator=v.instance_of(Structure))
     sm: SMSpec = _field("per-SM limits", validator=v.instance_of(SMSpec))
@@ -242,6 +339,14 @@ class ArchSpec:
     shared_memory: SharedMemorySpec = _field("per-SM shared memory", validator=v.instance_of(SharedMemorySpec))
     pipelines: Pipelines = _field("per-sub-partition execution units", validator=v.instance_of(Pipelines))
     memory: MemorySpec = _field("memory hierarchy", validator=v.instance_of(MemorySpec))
+
+    def __attrs_post_init__(self):
+        l1 = self.memory.l1
+        sets = _cache_sets(self.shared_memory.unified_l1_bytes, l1.line_bytes, l1.associativity)
+        if sets > MAX_L1_SETS:
+            raise ValueError(f"'memory.l1.associativity': expected at most {MAX_L1_SETS:,} sets per SM "
+                             f"(shared_memory.unified_l1_bytes / line_bytes / associativity), got {sets:,} sets "
+                             f"with {l1.associativity} ways")
 
     @property
     def cc_major(self) -> int:
@@ -264,6 +369,11 @@ class ArchSpec:
         return per_sm * self.sms * self.clocks.tensor_mhz * 1e6 / 1e12
 
 
-def describe_fields(cls) -> list[tuple[str, str, str]]:
-    """(name, unit, description) for every field of a spec class: the schema, readable."""
-    return [(a.name, a.metadata.get("unit", ""), a.metadata.get("doc", "")) for a in attrs.fields(cls)]
+def describe_fields(cls, with_range: bool = False) -> list[tuple[str, ...]]:
+    """(name, unit, description) for every field of a spec class: the schema, readable; with_range=True adds the
+    accepted range as a fourth item ('' for nested specs and booleans)."""
+    rows = []
+    for a in attrs.fields(cls):
+        row = (a.name, a.metadata.get("unit", ""), a.metadata.get("doc", ""))
+        rows.append(row + (a.metadata.get("range", ""),) if with_range else row)
+    return rows
