@@ -419,7 +419,8 @@ def test_pure_python_yaml_refuses_the_same(tmp_path):
              "big": "a: " + "9" * 5000 + "\n"}
     for name, text in cases.items():
         _write(tmp_path, text, f"{name}.yaml")
-    code = ("import sys, yaml; yaml.__dict__.pop('CSafeLoader', None); from gpusim.arch.load import read_yaml, _Loader\n"
+    code = ("import sys, yaml; yaml.__dict__.pop('CSafeLoader', None)\n"
+            "from gpusim.arch.load import read_yaml, _Loader\n"
             "assert _Loader.__mro__[1] is yaml.SafeLoader\n"
             "for p in sys.argv[1:]:\n"
             "    try: read_yaml(p)\n"
