@@ -3,14 +3,16 @@ program order). Kernel lines name a trace file relative to the list; memcpy line
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import attrs
 
-from .reader import TraceError
+from .reader import Lines, TraceError, printable
 
 TRACE_SUFFIXES = (".traceg", ".traceg.xz")
 _MEMCPY = ("memcpyhtod", "memcpydtoh", "memcpydtod", "memset")
+_COPY = re.compile(r"memcpy(htod|dtoh|dtod),\s*0x[0-9a-f]{1,16},\s*[0-9]{1,19}\Z", re.IGNORECASE)
 
 
 @attrs.frozen
@@ -30,29 +32,42 @@ def is_command_list(path: str | Path) -> bool:
 
 def read_command_list(path: str | Path) -> list[Command]:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="ascii")
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot open ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise TraceError(f"{path}: not a text command list (non-ASCII bytes)") from None
+    lines = Lines(path)  # lines of at most LINE_LIMIT bytes, ASCII, each error naming its line
     commands = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.lower().startswith(_MEMCPY):
-            commands.append(Command(number, line, None))
-            continue
-        if not is_trace(line):
-            raise TraceError(f"{path}:{number}: expected a memcpy line or a kernel trace file name ending in "
-                             f"{' or '.join(TRACE_SUFFIXES)}, got '{line[:60]}'")
-        kernel = path.parent / line
-        if not kernel.exists() and Path(str(kernel) + ".xz").exists():
-            kernel = Path(str(kernel) + ".xz")  # a compressed trace directory keeps the names in the list
-        if not kernel.exists():
-            raise TraceError(f"{path}:{number}: kernel trace {line} not found in {path.parent}")
-        commands.append(Command(number, line, kernel))
+    try:
+        for raw in lines:
+            number = lines.number
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.lower().startswith(_MEMCPY):
+                if line.lower().startswith("memcpy") and not _COPY.match(line):
+                    raise TraceError(f"{path}:{number}: expected 'MemcpyHtoD,0xADDRESS,BYTES' (hex address, "
+                                     f"decimal size), got '{printable(line)}'")
+                commands.append(Command(number, line, None))
+                continue
+            if not is_trace(line):
+                raise TraceError(f"{path}:{number}: expected a memcpy line or a kernel trace file name ending in "
+                                 f"{' or '.join(TRACE_SUFFIXES)}, got '{printable(line)}'")
+            kernel = _find(path, number, line)
+            commands.append(Command(number, line, kernel))
+    finally:
+        lines.close()
     if not any(c.kernel for c in commands):
         raise TraceError(f"{path}: lists no kernel trace (expected lines such as kernel-1.traceg)")
     return commands
+
+
+def _find(path: Path, number: int, line: str) -> Path:
+    """The trace file a kernel line names (relative to the list); a compressed directory keeps the names in
+    the list, so `kernel-1.traceg` also finds `kernel-1.traceg.xz`."""
+    kernel = path.parent / line
+    try:
+        if not kernel.exists() and Path(str(kernel) + ".xz").exists():
+            kernel = Path(str(kernel) + ".xz")
+        if not kernel.exists():
+            raise TraceError(f"{path}:{number}: kernel trace {printable(line)} not found in {path.parent}")
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte in it
+        raise TraceError(f"{path}:{number}: kernel trace '{printable(line)}' cannot be looked up "
+                         f"({getattr(exc, 'strerror', None) or exc})") from None
+    return kernel

@@ -20,6 +20,7 @@ from .format import LineError, parse_instruction
 from .reader import TraceError, TraceFile, TraceHeader
 
 PARSED_LIMIT = 65536  # distinct address-free instruction lines remembered
+KNOWN_BINARY_VERSIONS = (70, 129)  # sm_70 (Volta) to sm_12x (Blackwell): the versions the opcode tables cover
 
 
 def unknown_opcode(opcode: str) -> OpInfo:
@@ -49,12 +50,23 @@ class TraceKernel:
         return self.launch.nblocks * self.launch.warps_per_block
 
     def version_warning(self, spec) -> str | None:
-        """A one-line warning when the trace's binary was compiled for another architecture than `spec`."""
+        """One warning line about the header, or None: the trace's binary was compiled for another architecture
+        than `spec` (and no GPU has its binary version), or the header has keys no tracer writes."""
         arch_version = binary_version_of(spec)
-        if self.header.binary_version == arch_version:
-            return None
-        return (f"{self.source}: binary version {self.header.binary_version} (sm_{self.header.binary_version}) "
-                f"differs from {spec.name} (sm_{arch_version}); simulating its SASS on {spec.name} anyway")
+        version = self.header.binary_version
+        parts = []
+        if version != arch_version:
+            parts.append(f"binary version {version} (sm_{version}) differs from {spec.name} (sm_{arch_version}); "
+                         f"simulating its SASS on {spec.name} anyway")
+            if not KNOWN_BINARY_VERSIONS[0] <= version <= KNOWN_BINARY_VERSIONS[1]:
+                table = f"the {self.family} opcode table" if self.family else "every family's opcodes"
+                parts.append(f"no GPU has sm_{version} (expected sm_{KNOWN_BINARY_VERSIONS[0]} to "
+                             f"sm_{KNOWN_BINARY_VERSIONS[1]}): its opcodes are looked up in {table}")
+        unknown = self.header.unknown_keys
+        if unknown:
+            parts.append(f"{len(unknown)} header key(s) no Accel-Sim tracer writes, ignored: "
+                         f"{', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}")
+        return f"{self.source}: {'; '.join(parts)}" if parts else None
 
     def streams(self) -> "TraceStreams":
         return TraceStreams(self)
@@ -71,6 +83,10 @@ def load_trace(path: str | Path) -> TraceKernel:
                                    f"sm_{h.binary_version} binary")
 
 
+_ODD = {"misaligned": "addresses that are not a multiple of the access width (a GPU faults on them)",
+        "no_addresses": "a memory opcode, active lanes and width 0 (no addresses: it moves no data)"}
+
+
 class TraceStreams:
     """The engine's stream factory for a trace: `(block, warp in block) -> iterator of WarpInst`. Blocks are read
     from the file when their first warp is asked for; `unknown` counts the opcodes no table knows."""
@@ -85,6 +101,7 @@ class TraceStreams:
         self._parsed: dict[str, object] = {}
         self.unknown: Counter = Counter()
         self.blocks_read = 0
+        self.odd: dict[str, list] = {}  # kind -> [lines, first line number, opcode]: legal but odd lines
 
     def __call__(self, block: int, warp_in_block: int) -> Iterator[WarpInst]:
         warps = self._pending.get(block)
@@ -107,6 +124,21 @@ class TraceStreams:
         """Read to the end of the file (it must hold no more blocks than the grid); call after the run."""
         for _ in self._blocks:
             self.blocks_read += 1
+
+    def warnings(self) -> list[str]:
+        """One line per kind of legal but odd instruction line read so far, with its count and first line."""
+        source = self.kernel.source
+        return [f"{source}: {count:,} line(s) with {_ODD[kind]} (first at line {first}, {opcode}); simulated as "
+                f"written" for kind, (count, first, opcode) in sorted(self.odd.items())]
+
+    def _note(self, kind: str, number: int, opcode: str) -> None:
+        seen = self.odd.get(kind)
+        if seen is None:
+            self.odd[kind] = [1, number, opcode]
+        else:  # warps run out of file order: keep the earliest line
+            seen[0] += 1
+            if number < seen[1]:
+                seen[1:] = number, opcode
 
     def known_infos(self) -> list[OpInfo]:
         """The OpInfo of every distinct opcode read so far that the table knows."""
@@ -141,7 +173,11 @@ class TraceStreams:
             if info.space is None:
                 addrs = None  # the table knows better than the tracer's width (e.g. SHFL, TMA): no lane addresses
             elif addrs is not None:
+                if t.misaligned:
+                    self._note("misaligned", number, t.opcode)
                 base = h.local_base if info.space == "local" else h.shared_base if info.space == "shared" else 0
                 if base and addrs.max() >= base:  # window addresses -> offsets within the space
                     addrs = np.maximum(addrs - base, 0)
+            elif t.mask and info.space != "const":
+                self._note("no_addresses", number, t.opcode)
             yield WarpInst(info, gid, block, t.pc, t.mask, t.dst, t.src, addrs)
