@@ -6,18 +6,20 @@ from rich.console import Console
 from rich.table import Table
 
 from ..stats.counters import REASONS
+from .text import plain
 
 
 def print_command_list(result) -> None:
     """A command list's kernels, one row each, and their totals."""
     console = Console(width=140)
-    table = Table(title=f"{result.kernel} on {result.arch}: {len(result.kernels)} kernels, run one after another")
+    table = Table(title=f"{plain(result.kernel)} on {result.arch}: {len(result.kernels)} kernels, run one after "
+                        f"another")
     for col in ("kernel", "grid x block", "cycles", "warp-inst", "thread-inst", "IPC/SM", "occupancy", "DRAM bytes",
                 "L2 hit"):
         table.add_column(col, justify="left" if col in ("kernel", "grid x block") else "right")
     for k in result.kernels:
         km, launch = k["metrics"], k["launch"]
-        table.add_row(k["kernel"][:40], f"{launch['grid']} x {launch['block']}", f"{km['gpu_sim_cycle']:,}",
+        table.add_row(plain(k["kernel"], 40), f"{launch['grid']} x {launch['block']}", f"{km['gpu_sim_cycle']:,}",
                       f"{km['smsp__inst_executed.sum']:,}", f"{km['smsp__thread_inst_executed.sum']:,}",
                       f"{km['sm__inst_executed.avg.per_cycle_active']:.3f}",
                       f"{km['sm__warps_active.avg.pct_of_peak_sustained_active']:.1f}%",
@@ -38,7 +40,7 @@ def print_run(result) -> None:
     console = Console(width=120)
     launch = result.launch
     simt = "replaying the trace's order" if result.simt == "trace" else f"SIMT {result.simt}"
-    console.print(f"[bold]{result.kernel}[/bold] on {result.arch} ({m['launch__sm_count']} SMs), scheduler "
+    console.print(f"[bold]{plain(result.kernel)}[/bold] on {result.arch} ({m['launch__sm_count']} SMs), scheduler "
                   f"{result.scheduler}, {simt}: grid {launch['grid']} x block {launch['block']}, "
                   f"{launch['registers_per_thread']} regs, {launch['shared_memory_bytes'] + launch['dynamic_shared_memory_bytes']} B shared")
     summary = Table(show_header=False, title="summary")

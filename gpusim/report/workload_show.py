@@ -12,6 +12,7 @@ from rich.table import Table
 from ..workload import Kernel, Mix, warp_stream
 from ..trace import TraceStreams
 from ..workload.opcodes import PIPELINE_CLASSES
+from .text import plain
 
 
 def _fmt_bytes(n: int) -> str:
@@ -70,6 +71,8 @@ def mix_record(kernel, mix: Mix, trace: dict | None = None) -> dict:
         "bytes": {f"{space}_{kind}": n for (space, kind), n in sorted(mix.bytes.items())},
         "tensor_flops": mix.mma_flops,
     }
+    if mix.estimated:
+        record["estimated"] = mix.estimated  # the counts are extrapolated (counting stopped at its budget)
     if trace is not None:
         record["trace"] = trace
     return record
@@ -78,11 +81,11 @@ def mix_record(kernel, mix: Mix, trace: dict | None = None) -> dict:
 def print_show(kernel, mix: Mix, first: int = 12, trace: dict | None = None) -> None:
     console = Console(width=130)
     launch = kernel.launch
-    console.print(f"[bold]{kernel.name}[/bold]  ({kernel.source})")
+    console.print(f"[bold]{plain(kernel.name)}[/bold]  ({plain(kernel.source, 200)})")
     if kernel.description:
-        console.print(kernel.description.splitlines()[0])
+        console.print(plain(kernel.description.splitlines()[0], 200))
     if kernel.params:
-        console.print("params: " + ", ".join(f"{k}={v}" for k, v in kernel.params.items()))
+        console.print(plain("params: " + ", ".join(f"{k}={v}" for k, v in kernel.params.items()), 400))
     console.print(f"launch: grid {launch.grid} x block {launch.block} = {launch.nblocks} blocks of "
                   f"{launch.threads_per_block} threads ({launch.warps_per_block} warps); "
                   f"{launch.registers_per_thread} registers/thread; shared memory {launch.shared_memory_bytes} B "
@@ -92,10 +95,13 @@ def print_show(kernel, mix: Mix, first: int = 12, trace: dict | None = None) -> 
                       f"sm_{trace['binary_version']} binary, read with the {trace['opcode_table']} opcode table")
         if trace["unknown_opcodes"]:
             console.print("opcodes no table knows (counted as int32-pipe instructions): " + ", ".join(
-                f"{op} ({n:,})" for op, n in trace["unknown_opcodes"].items()))
-    console.print(f"total: {kernel.total_warps:,} warps, {mix.total_warp_insts:,} warp-instructions, "
-                  f"{mix.total_thread_insts:,} thread-instructions"
-                  + (f", {mix.mma_flops / 1e9:,.2f} GFLOP on tensor cores" if mix.mma_flops else ""))
+                f"{plain(op, 40)} ({n:,})" for op, n in trace["unknown_opcodes"].items()))
+    about = "about " if mix.estimated else ""
+    console.print(f"total: {kernel.total_warps:,} warps, {about}{mix.total_warp_insts:,} warp-instructions, "
+                  f"{about}{mix.total_thread_insts:,} thread-instructions"
+                  + (f", {about}{mix.mma_flops / 1e9:,.2f} GFLOP on tensor cores" if mix.mma_flops else ""))
+    if mix.estimated:
+        console.print(f"(counts {mix.estimated})")
 
     counted = "the program" if isinstance(kernel, Kernel) else "the trace"
     table = Table(title=f"instruction mix (counted from {counted}, not simulated)")
@@ -121,6 +127,6 @@ def print_show(kernel, mix: Mix, first: int = 12, trace: dict | None = None) -> 
     for col in ("pc", "opcode", "mask", "dst", "src", "addresses (first active lanes)"):
         first_table.add_column(col)
     for inst in itertools.islice(_first_stream(kernel), first):
-        first_table.add_row(f"{inst.pc:#06x}", inst.op, f"{inst.mask:#010x}", ",".join(inst.dst),
-                            ",".join(inst.src), _addresses(inst.addrs, inst.mask))
+        first_table.add_row(f"{inst.pc:#06x}", plain(inst.op, 40), f"{inst.mask:#010x}", plain(",".join(inst.dst), 40),
+                            plain(",".join(inst.src), 40), _addresses(inst.addrs, inst.mask))
     console.print(first_table)
