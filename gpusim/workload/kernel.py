@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import ast
 import itertools
+import math
 import re
 from pathlib import Path
 
 import attrs
 import numpy as np
 
+from ..errors import shorten, shown
 from .expr import MEMO_KEY, SEED_KEY, ExprError, compile_expr
 from .program import PC_STEP, ProgramCompiler, control_names
 from .yamlio import LineDict, WorkloadError, load_yaml_with_lines
@@ -31,6 +33,11 @@ GLOBAL_BASE = 1 << 32  # first global buffer; each starts on a 2 MiB boundary
 GLOBAL_ALIGN = 2 << 20
 SHARED_ALIGN = 128
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# CUDA's launch limits (every compute capability since 2.0): gridDim.x < 2^31, gridDim.y/z and blockDim.x/y up to
+# 65535 and 1024, blockDim.z up to 64; threads per block are checked against the architecture when it runs.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_BUFFER_BYTES = 2**40  # 1 TiB, beyond any modelled part's memory; keeps every address well inside int64
 
 
 @attrs.frozen
@@ -80,6 +87,8 @@ class Kernel:
     control_uses_rand: bool
     seed: int = 0  # mixed into every rand(): --seed
     warnings: tuple[str, ...] = ()  # one line each, found while loading (a launch dimension that floors)
+    # memory space -> (sorted bases, ends, names): where an access may fall (see address_ranges())
+    address_ranges: dict = attrs.field(factory=dict, eq=False, repr=False)
     register_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # streams' resolved register names
     address_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # block walkers' block-invariant addresses
 
@@ -119,16 +128,40 @@ class Kernel:
         return env
 
 
+def address_ranges(buffers: dict[str, Buffer], launch: Launch) -> dict:
+    """Where accesses may fall: global ones inside a declared global buffer, shared ones inside the block's
+    shared memory (static + dynamic); local and constant memory are not checked."""
+    found = sorted((b.base, b.base + b.bytes, b.name) for b in buffers.values() if b.space == "global")
+    return {"global": tuple(map(list, zip(*found))) if found else ([], [], []),
+            "shared": ([0], [launch.smem_per_block], ["shared memory"])}
+
+
+def check_override(name, value) -> int | float:
+    """A parameter override (`--set NAME=VALUE`, or `params=` from Python) as a plain int or float; a bad name or
+    a value that is not a finite number is a one-line error."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise WorkloadError(f"--set {shown(name)}: expected NAME=VALUE (NAME a parameter's name)")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise WorkloadError(f"--set {name}={shown(value)}: expected a number")
+    value = int(value) if isinstance(value, (int, np.integer)) else float(value)
+    if not math.isfinite(value):
+        raise WorkloadError(f"--set {name}={shown(value)}: expected a finite number")
+    return value
+
+
 def _parse_override(text: str):
-    if "=" not in text:
-        raise WorkloadError(f"--set {text}: expected NAME=VALUE")
-    name, value = (s.strip() for s in text.split("=", 1))
+    name, _, value = (s.strip() for s in text.partition("="))
+    if "=" not in text or not _NAME.match(name):
+        raise WorkloadError(f"--set {shown(text)}: expected NAME=VALUE (NAME a parameter's name)")
     for cast in (int, float):
         try:
-            return name, cast(value)
+            number = cast(value)
         except ValueError:
-            pass
-    raise WorkloadError(f"--set {name}={value}: expected a number")
+            continue
+        if not math.isfinite(number):
+            raise WorkloadError(f"--set {name}={shown(value)}: expected a finite number")
+        return name, check_override(name, number)
+    raise WorkloadError(f"--set {name}={shown(value)}: expected a number")
 
 
 def parse_overrides(items: list[str] | None) -> dict:
@@ -177,14 +210,16 @@ class _Loader:
 
     def mapping(self, value, line: int, what: str, allowed: set[str] | None = None) -> LineDict:
         if not isinstance(value, LineDict):
-            self.fail(line, f"{what}: expected a mapping, got {value!r}")
+            self.fail(line, f"{what}: expected a mapping, got {shorten(value)}")
         if allowed is not None:
             extra = sorted(set(value) - allowed)
             if extra:
-                self.fail(value.line, f"unknown key '{extra[0]}' in {what} (expected {', '.join(sorted(allowed))})")
+                self.fail(value.line, f"unknown key {shorten(extra[0])} in {what} "
+                                      f"(expected {', '.join(sorted(allowed))})")
         return value
 
-    def const(self, text, line: int, what: str, env: dict, minimum: int | None = 1) -> int:
+    def const(self, text, line: int, what: str, env: dict, minimum: int | None = 1, maximum: int | None = None,
+              why: str = "") -> int:
         try:
             value = compile_expr(text, f"{self.source}:{line}: {what}", env.__contains__, env).constant
         except ExprError as exc:
@@ -192,9 +227,11 @@ class _Loader:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(line, f"{what}: expected a whole number, got {value!r} from '{text}'")
+            self.fail(line, f"{what}: expected a whole number, got {shorten(value)} from {shorten(text)}")
         if minimum is not None and value < minimum:
-            self.fail(line, f"{what}: expected at least {minimum}, got {value} from '{text}'")
+            self.fail(line, f"{what}: expected at least {minimum}, got {shorten(value)} from {shorten(text)}")
+        if maximum is not None and value > maximum:
+            self.fail(line, f"{what}: expected at most {maximum}{why}, got {shorten(value)} from {shorten(text)}")
         return value
 
     def params(self, data: LineDict, overrides: dict) -> dict:
@@ -202,11 +239,14 @@ class _Loader:
         params = {}
         for name, value in raw.items():
             if not isinstance(name, str) or not _NAME.match(name) or name in BUILTIN_NAMES:
-                self.fail(raw.line, f"params: '{name}' is not a usable parameter name")
+                self.fail(raw.line, f"params: {shorten(name)} is not a usable parameter name")
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                self.fail(raw.line, f"params: '{name}' must be a number, got {value!r}")
+                self.fail(raw.line, f"params: '{name}' must be a number, got {shorten(value)}")
+            if not math.isfinite(value):
+                self.fail(raw.line, f"params: '{name}' must be a finite number, got {value}")
             params[name] = value
         for name, value in overrides.items():
+            value = check_override(name, value)
             if name not in params:
                 known = ", ".join(sorted(params)) or "none"
                 raise WorkloadError(f"{self.source}: --set {name}: unknown parameter (this workload has: {known})")
@@ -218,12 +258,13 @@ class _Loader:
         out, next_global, next_shared = {}, GLOBAL_BASE, 0
         for name, spec in raw.items():
             if not isinstance(name, str) or not _NAME.match(name) or name in BUILTIN_NAMES or name in params:
-                self.fail(raw.line, f"buffers: '{name}' is not a usable buffer name (or it shadows a parameter)")
+                self.fail(raw.line, f"buffers: {shorten(name)} is not a usable buffer name (or it shadows a parameter)")
             spec = self.mapping(spec, raw.line, f"buffer '{name}'", BUFFER_KEYS)
             space = spec.get("space", "global")
             if space not in ("global", "shared"):
-                self.fail(spec.line, f"buffer '{name}': space must be global or shared, got {space!r}")
-            size = self.const(spec.get("bytes"), spec.line, f"buffer '{name}' bytes", params)
+                self.fail(spec.line, f"buffer '{name}': space must be global or shared, got {shorten(space)}")
+            size = self.const(spec.get("bytes"), spec.line, f"buffer '{name}' bytes", params,
+                              maximum=MAX_BUFFER_BYTES, why=" (1 TiB)")
             if space == "global":
                 out[name] = Buffer(name, space, size, next_global)
                 next_global += -(-size // GLOBAL_ALIGN) * GLOBAL_ALIGN
@@ -235,8 +276,10 @@ class _Loader:
     def dims(self, value, line: int, what: str, params: dict) -> tuple[int, int, int]:
         items = value if isinstance(value, list) else [value]
         if not 1 <= len(items) <= 3:
-            self.fail(line, f"launch {what}: expected 1 to 3 dimensions, got {value!r}")
-        dims = [self.const(v, line, f"launch {what}", params) for v in items]
+            self.fail(line, f"launch {what}: expected 1 to 3 dimensions, got {shorten(value)}")
+        limits = MAX_GRID if what == "grid" else MAX_BLOCK
+        dims = [self.const(v, line, f"launch {what}", params, maximum=limits[i],
+                           why=f" (CUDA's limit for {what}.{'xyz'[i]})") for i, v in enumerate(items)]
         for i, (text, dim) in enumerate(zip(items, dims)):
             if isinstance(text, str):
                 self.check_floor(text, dim, line, f"launch.{what}[{i}]", params)
@@ -291,6 +334,9 @@ class _Loader:
         name = data.get("kernel")
         if not isinstance(name, str) or not name:
             self.fail(data.line, "missing key 'kernel' (the kernel's name)")
+        description = data.get("description", "")
+        if not isinstance(description, str):
+            self.fail(data.line, f"description: expected text, got {shorten(description)}")
         params = self.params(data, overrides)
         buffers = self.buffers(data, params)
         launch = self.launch(data, params, buffers)
@@ -302,15 +348,17 @@ class _Loader:
         if not program:
             self.fail(data.line, "program is empty")
         names, uses_rand = control_names(program)
-        return Kernel(name=name, description=str(data.get("description", "")).strip(), source=self.source,
+        return Kernel(name=name, description=description.strip(), source=self.source,
                       params=params, launch=launch, buffers=buffers, program=program, exit_pc=compiler.pc,
-                      control_names=names, control_uses_rand=uses_rand, seed=seed, warnings=tuple(self.warnings))
+                      control_names=names, control_uses_rand=uses_rand, seed=seed, warnings=tuple(self.warnings),
+                      address_ranges=address_ranges(buffers, launch))
 
 
 def load_workload(path: str | Path, overrides: dict | None = None, seed: int = 0) -> Kernel:
     """Load and check a workload YAML file; `overrides` replace parameter defaults (like `--set M=2048`);
     `seed` is mixed into every rand() the program calls."""
-    return _Loader(Path(path)).load(overrides or {}, seed)
+    with np.errstate(all="ignore"):  # an expression's float overflow is an inf the checks refuse, not a warning
+        return _Loader(Path(path)).load(overrides or {}, seed)
 
 
 __all__ = ["Buffer", "Kernel", "Launch", "PC_STEP", "load_workload", "parse_overrides"]

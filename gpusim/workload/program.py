@@ -7,6 +7,7 @@ from typing import Callable
 
 import attrs
 
+from ..errors import shorten
 from .expr import Expr, ExprError, compile_expr
 from .opcodes import OpInfo, lookup
 from .yamlio import LineDict, WorkloadError
@@ -152,23 +153,23 @@ class ProgramCompiler:
         if items is None:
             return ()
         if not isinstance(items, list):
-            raise WorkloadError(f"{self.where(line)}: {what}: expected a list of statements, got {items!r}")
+            raise WorkloadError(f"{self.where(line)}: {what}: expected a list of statements, got {shorten(items)}")
         return tuple(self.statement(item, line) for item in items)
 
     def statement(self, item, parent_line: int):
         if not isinstance(item, LineDict):
             raise WorkloadError(f"{self.where(parent_line)}: expected a statement mapping "
-                                f"(op / loop / if / exit), got {item!r}")
+                                f"(op / loop / if / exit), got {shorten(item)}")
         kinds = [k for k in ("op", "loop", "if", "exit") if k in item]
         if len(kinds) != 1:
             raise WorkloadError(f"{self.where(item.line)}: a statement needs exactly one of op, loop, if, exit; "
-                                f"got keys {sorted(item)}")
+                                f"got keys {shorten(sorted(map(str, item)))}")
         return {"op": self.instr, "loop": self.loop, "if": self.if_, "exit": self.exit}[kinds[0]](item)
 
     def check_keys(self, item: LineDict, allowed: set[str], what: str):
         extra = sorted(set(item) - allowed)
         if extra:
-            raise WorkloadError(f"{self.where(item.line)}: unknown key '{extra[0]}' in {what} "
+            raise WorkloadError(f"{self.where(item.line)}: unknown key {shorten(extra[0])} in {what} "
                                 f"(expected {', '.join(sorted(allowed))})")
 
     def registers(self, value, line: int, key: str) -> tuple[str, ...]:
@@ -176,10 +177,11 @@ class ProgramCompiler:
             return ()
         regs = [value] if isinstance(value, str) else value
         if not isinstance(regs, list) or not all(isinstance(r, str) for r in regs):
-            raise WorkloadError(f"{self.where(line)}: '{key}' must be a register name or a list of them, got {value!r}")
+            raise WorkloadError(f"{self.where(line)}: '{key}' must be a register name or a list of them, "
+                                f"got {shorten(value)}")
         for reg in regs:
             if not _REG.match(reg):
-                raise WorkloadError(f"{self.where(line)}: '{key}': '{reg}' is not a register name "
+                raise WorkloadError(f"{self.where(line)}: '{key}': {shorten(reg)} is not a register name "
                                     f"(letters, digits, _ and {{expression}} placeholders)")
             for text in register_placeholders(reg):
                 self.templates[text] = self.expr(text, line, f"register '{reg}'")
@@ -190,7 +192,7 @@ class ProgramCompiler:
         op = item["op"]
         info = lookup(op) if isinstance(op, str) else None
         if info is None:
-            raise WorkloadError(f"{self.where(item.line)}: unknown opcode {op!r} "
+            raise WorkloadError(f"{self.where(item.line)}: unknown opcode {shorten(op)} "
                                 f"(see gpusim.workload.opcodes for the table)")
         addr = item.get("addr")
         if info.is_memory and addr is None:
@@ -202,10 +204,11 @@ class ProgramCompiler:
         self.templates = {}
         try:
             repeat = self.expr(item.get("repeat", 1), item.line, "repeat")
-            if repeat.constant is not None and (not isinstance(repeat.constant, int) or repeat.constant < 0):
+            constant = repeat.constant
+            if constant is not None and (isinstance(constant, bool) or not isinstance(constant, int) or constant < 0):
                 raise WorkloadError(f"{self.where(item.line)}: repeat: expected a whole number >= 0, "
-                                    f"got {repeat.constant!r}")
-            slots = repeat.constant if repeat.constant is not None else 1
+                                    f"got {shorten(constant)}")
+            slots = constant if constant is not None else 1
             dst, src = self.registers(item.get("dst"), item.line, "dst"), self.registers(item.get("src"), item.line, "src")
             return Instr(info=info, line=item.line, pc=self.next_pc(max(1, slots)), dst=dst, src=src,
                          templates=dict(self.templates),
@@ -221,8 +224,17 @@ class ProgramCompiler:
         self.check_keys(item, LOOP_KEYS, "a loop")
         var = item.get("var", "i")
         if not isinstance(var, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", var):
-            raise WorkloadError(f"{self.where(item.line)}: loop var must be a name, got {var!r}")
+            raise WorkloadError(f"{self.where(item.line)}: loop var must be a name, got {shorten(var)}")
+        if var in self.scopes[0]:  # (an enclosing loop's index may be reused: the inner one hides it)
+            kind = "a parameter or buffer" if var in self.constants else "the built-in name"
+            raise WorkloadError(f"{self.where(item.line)}: loop var '{var}' shadows {kind} '{var}': "
+                                f"expected a name of its own")
         count = self.expr(item["loop"], item.line, "loop count")
+        constant = count.constant
+        whole = type(constant) is int or isinstance(constant, float) and constant.is_integer()
+        if constant is not None and not (whole and constant >= 0):
+            raise WorkloadError(f"{self.where(item.line)}: loop count: expected a whole number >= 0, "
+                                f"got {shorten(constant)} from {shorten(item['loop'])}")
         self.scopes.append({var})
         try:
             body = self.body(item.get("body"), item.line, "loop body")

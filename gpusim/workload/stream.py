@@ -11,11 +11,13 @@ ends with an implicit EXIT for the lanes still alive.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from typing import Iterator
 
 import numpy as np
 
+from ..errors import shorten
 from .expr import Expr, ExprError
 from .inst import QueueStream, WarpInst, deal
 from .kernel import FULL_MASK, PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
@@ -46,25 +48,40 @@ def to_mask(value) -> int:
 
 
 def uniform_int(expr: Expr, env: dict, what: str, mask: int) -> int | np.ndarray:
-    """A count: a whole number, or (for a per-lane loop count) an int array."""
+    """A count: a whole number >= 0, or (for a per-lane loop count) an int array, >= 0 in the lanes of `mask`."""
     value = expr(env)
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "f":
-            if not np.all(np.mod(value, 1) == 0):
-                raise WorkloadError(f"{expr.where}: '{expr.text}': {what} must be whole numbers")
+            whole = np.isfinite(value) & (np.mod(value, 1, where=np.isfinite(value), out=np.zeros_like(value)) == 0)
+            if not whole.all():
+                _bad_count(expr, what, f"must be whole numbers, got {shorten(value[~whole].flat[0].item())}")
             value = value.astype(np.int64)
+        elif value.dtype.kind not in "iu":
+            got = "true/false" if value.dtype.kind == "b" else value.dtype
+            _bad_count(expr, what, f"must be whole numbers, got {got}")
+        counts = np.broadcast_to(value, (WARP_SIZE,))
+        negative = mask_to_bool(mask) & (counts < 0)
+        if negative.any():
+            lane = int(np.flatnonzero(negative)[0])
+            _bad_count(expr, what, f"must be >= 0, got {int(counts[lane])} in lane {lane}")
         return value
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise WorkloadError(f"{expr.where}: '{expr.text}': {what} must be a whole number, got {value!r}")
+        _bad_count(expr, what, f"must be a whole number, got {shorten(value)}")
+    if value < 0:
+        _bad_count(expr, what, f"must be >= 0, got {shorten(int(value))}")
     return int(value)
+
+
+def _bad_count(expr: Expr, what: str, problem: str):
+    raise WorkloadError(f"{expr.where}: {shorten(expr.text)}: {what} {problem}")
 
 
 def loop_masks(count, mask: int) -> Iterator[tuple[int, int]]:
     """(iteration, mask) for a loop: uniform counts keep the mask, per-lane counts shrink it."""
     if not isinstance(count, np.ndarray):
-        for i in range(max(0, count)):
+        for i in range(count):
             yield i, mask
         return
     counts = np.broadcast_to(count, (WARP_SIZE,))
@@ -278,11 +295,12 @@ class _WarpWalker:
         shape = self.address_shape + (repeat, WARP_SIZE)
         addrs = value if type(value) is np.ndarray and value.shape == shape else np.broadcast_to(np.asarray(value), shape)
         if addrs.dtype != np.int64:
-            if addrs.dtype.kind == "f" and not np.all(np.mod(addrs, 1) == 0):
-                raise WorkloadError(f"{node.addr.where}: '{node.addr.text}': addresses must be whole numbers")
-            addrs = addrs.astype(np.int64)
-        # negative (sign bit) or misaligned, for every lane of every repeat, in one test
-        self.check_all = bool((addrs & node.bad_address_bits).any())
+            addrs = _whole_addresses(node, addrs)
+        # negative (sign bit), misaligned or outside the buffers, for every lane of every repeat, in one pass;
+        # when something is, each instruction checks its active lanes (inactive lanes' addresses are unused)
+        ranges = self.kernel.address_ranges.get(node.info.space)
+        self.check_all = bool((addrs & node.bad_address_bits).any()) or ranges is not None and not _inside(
+            ranges, int(addrs.min()), int(addrs.max()) + node.info.width)
         return addrs
 
     def check(self, node: Instr, addrs: np.ndarray, mask: int) -> None:
@@ -290,12 +308,62 @@ class _WarpWalker:
         if not active.size:
             return
         if active.min() < 0:
-            raise WorkloadError(f"{node.addr.where}: '{node.addr.text}': negative address {int(active.min())}")
-        misaligned = active % node.info.width
+            _bad_address(node, f"negative address {int(active.min())}")
+        width = node.info.width
+        misaligned = active % width
         if misaligned.any():
             bad = int(active[np.nonzero(misaligned)[0][0]])
-            raise WorkloadError(f"{node.addr.where}: '{node.addr.text}': address {bad} is not aligned to the "
-                                f"{node.info.width}-byte access width")
+            _bad_address(node, f"address {bad} is not aligned to the {width}-byte access width")
+        ranges = self.kernel.address_ranges.get(node.info.space)
+        if ranges is not None and not _inside(ranges, int(active.min()), int(active.max()) + width):
+            bases, ends, names = ranges
+            index = np.searchsorted(np.asarray(bases, dtype=np.int64), active, side="right") - 1
+            outside = (index < 0) | (active + width > np.asarray(ends, dtype=np.int64)[np.maximum(index, 0)])
+            if outside.any():
+                _bad_address(node, _outside(ranges, int(active[outside][0]), width, node.info.space))
+
+
+def _bad_address(node: Instr, problem: str):
+    raise WorkloadError(f"{node.addr.where}: {shorten(node.addr.text)}: {problem}")
+
+
+def _whole_addresses(node: Instr, addrs: np.ndarray) -> np.ndarray:
+    """Addresses as int64: whole, finite numbers below 2^62 (a float or unsigned result is checked first)."""
+    kind = addrs.dtype.kind
+    if kind == "f":
+        finite = np.isfinite(addrs)
+        values = np.where(finite, addrs, 0.5)  # (a non-finite one fails as a fraction would)
+        ok = (np.mod(values, 1) == 0) & (np.abs(values) < 2.0**62)
+        if ok.all():
+            return addrs.astype(np.int64)
+        got = shorten(addrs[~ok].flat[0].item())
+    elif kind in "iu":
+        if kind == "i" or not addrs.size or int(addrs.max()) < 2**62:
+            return addrs.astype(np.int64)
+        got = shorten(int(addrs.max()))
+    else:
+        got = "true/false" if kind == "b" else "a number too large for 64 bits"
+    _bad_address(node, f"addresses must be whole byte addresses below 2^62, got {got}")
+
+
+def _inside(ranges, lo: int, end: int) -> bool:
+    """Whether bytes lo .. end-1 lie in one of the (sorted bases, ends, names) ranges."""
+    bases, ends, _ = ranges
+    i = bisect_right(bases, lo) - 1
+    return i >= 0 and end <= ends[i]
+
+
+def _outside(ranges, address: int, width: int, space: str) -> str:
+    """Why an access lies outside the declared memory, naming the nearest buffer."""
+    bases, ends, names = ranges
+    if space == "shared":
+        return f"shared address {address} ({width}-byte access) is outside the block's {ends[0]:,} bytes of " \
+               f"shared memory"
+    if not bases:
+        return f"global address {address:#x} ({width}-byte access): the workload declares no global buffer"
+    i = max(0, bisect_right(bases, address) - 1)
+    return f"global address {address:#x} ({width}-byte access) is outside every global buffer: it is " \
+           f"{address - bases[i]:,} bytes from the start of '{names[i]}', which holds {ends[i] - bases[i]:,}"
 
 
 class _BlockWalker(_WarpWalker):
