@@ -10,19 +10,28 @@ import time
 from pathlib import Path
 
 import attrs
+import numpy as np
 import simpy
 
 from .arch import ArchSpec, load_arch
 from .engine.gpu import build_gpu
-from .engine.scheduler import DEFAULT_POLICY
-from .errors import GpusimError
+from .engine.scheduler import DEFAULT_POLICY, policy_names
+from .errors import GpusimError, shorten, shown
 from .stats.metrics import combine_metrics, kernel_metrics
 from .trace import TraceKernel, is_command_list, is_trace, load_trace, read_command_list
-from .workload import Kernel, load_workload
+from .workload import Kernel, kernel_mix, load_workload
+from .workload.kernel import check_override
 from .workload.opcodes import unsupported_warning
 from .workload.program import program_infos
 
 SIMT_MODES = ("stack", "its")
+MEMORY_MODELS = ("hierarchy", "fixed")
+SEED_MAX = 2**32 - 1
+# A run refuses a kernel of more warp-instructions than this unless told otherwise (--max-instructions): at the
+# engine's rate that is hours. The count is the instruction mix's (`gpusim workload show`), taken before simulating.
+MAX_INSTRUCTIONS = 2_000_000_000
+ENGINE_RATE = 150_000  # warp-instructions per second, about what the engine simulates (README, `gpusim bench`)
+PREFLIGHT_STEPS = 200_000  # counting steps the check spends at most (~0.1 s); beyond them it estimates
 
 
 @attrs.frozen
@@ -74,23 +83,90 @@ def load_kernel(workload, params: dict | None = None, seed: int = 0):
     return load_workload(workload, params or {}, seed=seed)
 
 
+def _whole(value) -> bool:
+    return type(value) is int or isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_options(*, scheduler, simt, sms, seed, memory, params, max_instructions) -> None:
+    """The run options, checked as the command line checks them, with the same one-line messages."""
+    if not isinstance(scheduler, str) or scheduler not in policy_names():
+        raise GpusimError(f"unknown scheduler {shorten(scheduler, 40)}: expected one of "
+                          f"{', '.join(policy_names())}")
+    if not isinstance(simt, str) or simt not in SIMT_MODES:
+        raise GpusimError(f"--simt {shown(simt, 40)}: expected one of {', '.join(SIMT_MODES)}")
+    if sms is not None and not (_whole(sms) and sms >= 1):
+        raise GpusimError(f"--sms {shown(sms, 40)}: expected an integer >= 1")
+    if not (_whole(seed) and 0 <= seed <= SEED_MAX):
+        raise GpusimError(f"--seed {shown(seed, 40)}: expected an integer from 0 to {SEED_MAX}")
+    if isinstance(memory, str) or memory is None:
+        if memory not in MEMORY_MODELS:
+            raise GpusimError(f"--memory {shown(memory, 40)}: expected {' or '.join(MEMORY_MODELS)}")
+    elif not (callable(getattr(memory, "access", None)) and callable(getattr(memory, "metrics", None))):
+        raise GpusimError(f"--memory {shown(memory, 40)}: expected {' or '.join(MEMORY_MODELS)}, or a memory "
+                          f"model (an object with access() and metrics())")
+    if params is not None:
+        if not isinstance(params, dict):
+            raise GpusimError(f"params {shorten(params, 40)}: expected a mapping of parameter names to numbers")
+        for name, value in params.items():
+            check_override(name, value)
+    if max_instructions is not None and not (_whole(max_instructions) and max_instructions >= 1):
+        raise GpusimError(f"--max-instructions {shown(max_instructions, 40)}: expected an integer >= 1")
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.0f} {unit}" if seconds >= 100 * size else f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def size_text(mix) -> str:
+    """'[about ]N warp-instructions, about T to simulate at ~150,000 warp-instructions/s'."""
+    total = mix.total_warp_insts
+    return (f"{'about ' if mix.estimated else ''}{total:,} warp-instructions, about "
+            f"{_duration(total / ENGINE_RATE)} to simulate at ~{ENGINE_RATE:,} warp-instructions/s")
+
+
+def check_size(kernel: Kernel, max_instructions: int | None = MAX_INSTRUCTIONS):
+    """The kernel's instruction mix, counted (or, past a budget of counting steps, estimated) without
+    simulating; more than `max_instructions` warp-instructions is refused in one line, before a run that could
+    not finish."""
+    mix = kernel_mix(kernel, steps=PREFLIGHT_STEPS)
+    if max_instructions is not None and mix.total_warp_insts > max_instructions:
+        raise GpusimError(f"{kernel.source}: {shorten(kernel.name, 40)}: {size_text(mix)}; the limit is "
+                          f"{max_instructions:,} (--max-instructions N / max_instructions=N raises it; sampling "
+                          f"is planned, issue 13)")
+    return mix
+
+
 def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str = DEFAULT_POLICY,
         simt: str = "stack",
         sms: int | None = None, params: dict | None = None, seed: int = 0, memory="hierarchy",
-        observer=None) -> RunResult:
+        observer=None, max_instructions: int | None = MAX_INSTRUCTIONS, on_count=None) -> RunResult:
     """Simulate a workload on one architecture and return its metrics. `memory` is "hierarchy" (L1, L2, DRAM
-    with latency and bandwidth), "fixed" (every access takes the L1-hit or shared latency) or a model object."""
-    if simt not in SIMT_MODES:
-        raise GpusimError(f"--simt {simt}: expected one of {', '.join(SIMT_MODES)}")
+    with latency and bandwidth), "fixed" (every access takes the L1-hit or shared latency) or a model object.
+    A YAML kernel of more than `max_instructions` warp-instructions (None: no limit) is refused before it runs;
+    `on_count(mix)`, if given, hears its instruction mix (counted, or estimated: `mix.estimated`) before."""
+    check_options(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, params=params,
+                  max_instructions=max_instructions)
+    seed, sms = int(seed), None if sms is None else int(sms)  # (numpy integers are accepted as plain ones)
+    if not isinstance(workload, (str, Path, Kernel, TraceKernel)):
+        raise GpusimError(f"workload {shown(workload, 40)}: expected a path (a workload .yaml, a trace or a "
+                          f"kernelslist.g) or a loaded kernel")
+    if not isinstance(arch, (str, Path, ArchSpec)):
+        raise GpusimError(f"--arch {shown(arch, 40)}: expected an architecture name, a path to a .yaml file "
+                          f"or an ArchSpec")
     spec = load_arch(arch)
-    options = dict(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, observer=observer)
+    options = dict(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, observer=observer,
+                   max_instructions=max_instructions, on_count=on_count)
     if isinstance(workload, (str, Path)) and is_command_list(workload):
         reject_trace_params(workload, params)
         return _run_command_list(Path(workload), spec, **options)
     return _run_kernel(load_kernel(workload, params, seed), spec, **options)
 
 
-def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer) -> RunResult:
+def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, max_instructions,
+                on_count) -> RunResult:
     started = time.perf_counter()
     traced = isinstance(kernel, TraceKernel)
     warnings = [] if traced else list(kernel.warnings)  # a YAML kernel's own (e.g. a launch dimension floored)
@@ -111,7 +187,12 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer) -
     env = simpy.Environment()
     gpu = build_gpu(spec, env, kernel, scheduler=scheduler, sms=sms, memory=memory, observer=observer,
                     stream_factory=stream_factory)
-    cycles = gpu.run()
+    if not traced:
+        mix = check_size(kernel, max_instructions)
+        if on_count is not None:
+            on_count(mix)
+    with np.errstate(all="ignore"):  # expressions' float overflow: an inf or NaN the streams refuse, not a warning
+        cycles = gpu.run()
     unknown = {}
     if traced:
         stream_factory.finish()
@@ -137,7 +218,7 @@ def _run_command_list(path: Path, spec, **options) -> RunResult:
             notes.append(f"{path}:{command.line}: {command.text.split(',')[0]} skipped "
                          f"(host-device copies are not simulated)")
             continue
-        result = _run_kernel(load_trace(command.kernel), spec, **options)
+        result = _run_kernel(load_trace(command.kernel), spec, **options)  # (a trace's size is its file's)
         results.append(result)
         for warning in result.warnings:  # once each (kernels of one binary share their opcode warnings)
             if warning not in warnings:
