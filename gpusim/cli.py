@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 
 from . import __version__
-from .errors import GpusimError
+from .errors import GpusimError, one_line, shorten
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
 
@@ -22,12 +23,26 @@ def parse_size(text: str) -> int:
     return int(m.group(1)) * scale
 
 
+def _integer(text: str) -> int:
+    """An integer argument whose range the library checks (gpusim.api.check_options: the same messages)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {shorten(text, 40)}") from None
+
+
+def _json_path(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a file path or '-' (standard output), got {shorten(text, 40)}")
+    return text
+
+
 def _int_arg(minimum: int, maximum: int | None = None):
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+            raise argparse.ArgumentTypeError(f"expected an integer, got {shorten(text, 40)}") from None
         if value < minimum or (maximum is not None and value > maximum):
             bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
             raise argparse.ArgumentTypeError(f"expected an integer {bound}, got {value}")
@@ -39,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error in one line."""
 
     def error(self, message):  # noqa: D401 - argparse API
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,15 +85,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scheduler", default="lrr", help="warp scheduler policy: lrr (default: the H200's even "
                                                         "progress of warps, see validation/), gto, two_level, "
                                                         "oldest_first")
-    run.add_argument("--simt", default="stack", choices=["stack", "its"],
+    run.add_argument("--simt", default="stack", metavar="stack|its",
                      help="divergence model: reconvergence stack (default) or Volta+ independent thread scheduling")
-    run.add_argument("--sms", type=_int_arg(1), default=None, help="simulate only N SMs (same per-SM model)")
-    run.add_argument("--memory", default="hierarchy", choices=["hierarchy", "fixed"],
+    run.add_argument("--sms", type=_integer, default=None, help="simulate only N SMs (same per-SM model)")
+    run.add_argument("--memory", default="hierarchy", metavar="hierarchy|fixed",
                      help="memory model: L1/L2/DRAM hierarchy (default) or fixed L1-hit latency")
     run.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
                      help="override a workload parameter (repeatable)")
-    run.add_argument("--seed", type=_int_arg(0), default=0, help="seed mixed into the workload's rand() (default 0)")
-    run.add_argument("--json", metavar="PATH", default=None,
+    run.add_argument("--seed", type=_integer, default=0,
+                     help="seed mixed into the workload's rand(), 0 to 2^32-1 (default 0)")
+    run.add_argument("--max-instructions", type=_integer, default=None, metavar="N",
+                     help="refuse a workload of more warp-instructions than N, counted before simulating "
+                          "(default 2,000,000,000: hours at the engine's rate)")
+    run.add_argument("--json", metavar="PATH", default=None, type=_json_path,
                      help="write the result record as JSON to PATH ('-': standard output, nothing else on it)")
 
     bench = sub.add_parser("bench", help="simulation speed on fma_peak and a reduced gemm_tile128")
@@ -94,9 +113,30 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("workload", help="a workload YAML file, an Accel-Sim trace or a kernelslist.g")
     show.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
                       help="override a parameter (repeatable), e.g. --set M=2048")
-    show.add_argument("--first", type=_int_arg(0), default=12, help="instructions of warp 0 to list (default 12)")
+    show.add_argument("--first", type=_int_arg(0, 10_000), default=12,
+                      help="instructions of warp 0 to list (default 12, at most 10,000)")
     show.add_argument("--json", action="store_true", help="print the summary as JSON")
     return parser
+
+
+def _json(record) -> str:
+    """A record as JSON, which has no NaN or infinity: a non-finite number is an error naming its field."""
+    try:
+        return json.dumps(record, indent=2, allow_nan=False)
+    except ValueError:
+        raise GpusimError(f"the result record holds a non-finite number at {_non_finite(record)}: "
+                          f"it cannot be written as JSON") from None
+
+
+def _non_finite(value, path: str = "") -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "the top level"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{path}[{shorten(key, 40)}]")
+        if found:
+            return found
+    return None
 
 
 def _cmd_archs(args) -> int:
@@ -104,7 +144,7 @@ def _cmd_archs(args) -> int:
 
     rows = arch_rows()
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(_json(rows))
     else:
         print_arch_table(rows)
     return 0
@@ -120,7 +160,7 @@ def _cmd_occupancy(args) -> int:
     except ValueError as exc:
         raise GpusimError(f"gpusim occupancy: {exc}") from None
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(_json(result.to_dict()))
     else:
         from .report.occupancy_table import print_occupancy
 
@@ -153,16 +193,19 @@ def _cmd_workload(args) -> int:
             if not args.json:
                 print_show(kernel, mix, args.first, facts)
         if args.json:
-            print(json.dumps(records[0] if is_trace(path) else records, indent=2))
+            print(_json(records[0] if is_trace(path) else records))
         return 0
     kernel = load_workload(path, parse_overrides(args.set))
     for warning in kernel.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {one_line(warning)}", file=sys.stderr)
     mix = kernel_mix(kernel)
     if args.json:
-        print(json.dumps(mix_record(kernel, mix), indent=2))
+        print(_json(mix_record(kernel, mix)))
     else:
-        print_show(kernel, mix, args.first)
+        import numpy as np
+
+        with np.errstate(all="ignore"):  # the first instructions' expressions: an inf is refused, not warned
+            print_show(kernel, mix, args.first)
     return 0
 
 
@@ -170,17 +213,25 @@ def _cmd_run(args) -> int:
     from .api import run
     from .workload import parse_overrides
 
+    from .api import ENGINE_RATE, MAX_INSTRUCTIONS, size_text
+
+    def announce(mix) -> None:  # a run of more than a minute says so before it starts
+        if mix.total_warp_insts > 60 * ENGINE_RATE:
+            print(f"note: {size_text(mix)} (Ctrl-C stops it)", file=sys.stderr)
+
+    limit = MAX_INSTRUCTIONS if args.max_instructions is None else args.max_instructions
     result = run(args.workload, args.arch, scheduler=args.scheduler, simt=args.simt, sms=args.sms,
-                 params=parse_overrides(args.set), seed=args.seed, memory=args.memory)
+                 params=parse_overrides(args.set), seed=args.seed, memory=args.memory, max_instructions=limit,
+                 on_count=announce)
     for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {one_line(note)}", file=sys.stderr)
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {one_line(warning)}", file=sys.stderr)
     if result.unknown_opcodes:  # listed once, at the end of the run
-        print(f"note: {len(result.unknown_opcodes)} opcode(s) not in the opcode table ran as int32-pipe "
-              f"instructions: " + ", ".join(f"{op} ({n:,} warp-inst)" for op, n in result.unknown_opcodes.items()),
-              file=sys.stderr)
-    record = json.dumps(result.to_dict(), indent=2)
+        print(one_line(f"note: {len(result.unknown_opcodes)} opcode(s) not in the opcode table ran as int32-pipe "
+                       f"instructions: " + ", ".join(f"{op} ({n:,} warp-inst)"
+                                                     for op, n in result.unknown_opcodes.items())), file=sys.stderr)
+    record = _json(result.to_dict())
     if args.json == "-":
         print(record)
         return 0
@@ -202,7 +253,7 @@ def _cmd_bench(args) -> int:
 
     rows = bench(args.arch, args.repeat, args.memory)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(_json(rows))
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -226,14 +277,17 @@ _COMMANDS = {"bench": _cmd_bench, "archs": _cmd_archs, "occupancy": _cmd_occupan
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return _COMMANDS[args.command](args)
     except GpusimError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT (issue 13 adds partial metrics)
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover
