@@ -1,16 +1,27 @@
 """A small, whitelisted expression language for workload files, evaluated for 32 lanes at once (numpy).
 
-Python's `ast` module parses the text; only the nodes below are accepted and compiled into closures.
-Nothing is ever passed to `eval`. Allowed: integer/float/bool literals; names and dotted names that the
-workload defines (`lane`, `tid.x`, `block.y`, loop indices, parameters, buffers); `+ - * / // % ** << >> & | ^ ~`;
-comparisons (chainable); `and or not`; `a if c else b`; and the calls `min`, `max`, `abs`, `rand(seed, n[, key])`.
+Python's `ast` module parses the text; only the nodes below are accepted, compiled into a small tree (constants
+folded, loop-invariant lane-varying parts marked for memoisation) and then into closures. Nothing is ever passed
+to `eval`. Allowed: integer/float/bool literals; names and dotted names that the workload defines (`lane`,
+`tid.x`, `block.y`, loop indices, parameters, buffers); `+ - * / // % ** << >> & | ^ ~`; comparisons
+(chainable); `and or not`; `a if c else b`; and the calls `min`, `max`, `abs`, `rand(seed, n[, key])`.
 `/` between integers is integer (floor) division, as in C for the non-negative values addresses use.
+
+Hostile text is refused in bounded time and memory with a one-line ExprError: at most MAX_LENGTH printable ASCII
+characters, nested at most MAX_DEPTH deep. Every value, intermediate ones included, is a real number that fits a
+64-bit integer (integers) or is finite and below 2**63 in magnitude (floats); a larger one, a complex power or a
+NaN is an error, never wrapped, clamped or passed on. This costs no check per operation: at compile time an
+interval bound finds how large the names' values may be (`Expr.leaf_limit`) before any value could pass 2**62;
+an evaluation checks only the names it reads (an array once, by identity) and, when one is larger or not an
+integer, evaluates again checking every operation (`Expr.checked`).
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -19,6 +30,12 @@ from ..errors import GpusimError
 
 MAX_EXPONENT = 64
 MAX_SHIFT = 63
+MAX_LENGTH = 4096  # characters in one expression
+MAX_DEPTH = 100  # nesting of sub-expressions (a + b + c + ... nests one level per operator)
+SHOWN = 80  # characters of an expression that an error message shows
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
+FLOAT_LIMIT = float(1 << 63)  # floats are finite and smaller than this in magnitude
+SAFE = float(1 << 62)  # a static bound up to this needs no run-time check (a factor 2 left for rounding)
 
 
 class ExprError(GpusimError):
@@ -26,6 +43,76 @@ class ExprError(GpusimError):
 
 
 Env = dict[str, Any]
+_ERRORS = (ArithmeticError, ValueError, TypeError)  # what an operation raises for bad values
+
+
+class _Unsafe(Exception):
+    """A name's value is larger than the expression's leaf_limit (or not an integer): evaluate checked."""
+
+
+class _Unbounded(Exception):
+    """The static bound of some value passes SAFE."""
+
+
+def shown(text: str) -> str:
+    """An expression as messages show it: one line of at most SHOWN characters (then '...'), escaped."""
+    cut = text[:SHOWN].encode("unicode_escape").decode("ascii")
+    return cut + "..." if len(text) > SHOWN else cut
+
+
+def _one_line(s: str) -> str:
+    return s if s.isprintable() else s.encode("unicode_escape").decode("ascii")
+
+
+def _message(where: str, text: str, what: str) -> str:
+    return f"{_one_line(where)}: expression '{text}': {_one_line(what)}"
+
+
+def _describe(v) -> str:
+    """A value for a message, short even for a huge integer."""
+    if type(v) is int and v.bit_length() > 64:
+        return f"{'-' if v < 0 else ''}2**{v.bit_length() - 1} or more"
+    return repr(v)
+
+
+def _check(v, what: str):
+    """`v` itself when it is a real, finite number (or array of them) within the limits; else ValueError."""
+    kind = type(v)
+    if kind is int:
+        if INT_MIN <= v <= INT_MAX:
+            return v
+    elif kind is bool:
+        return v
+    elif kind is float:
+        if -FLOAT_LIMIT < v < FLOAT_LIMIT:
+            return v
+    elif kind is np.ndarray or isinstance(v, np.generic):
+        code = v.dtype.kind
+        if code == "b" or v.size == 0:
+            return v
+        if code in "iu":
+            lo, hi = int(v.min()), int(v.max())
+            if lo >= INT_MIN and hi <= INT_MAX:
+                return v
+            v = hi if hi > INT_MAX else lo
+        elif code == "f":
+            if np.abs(v).max() < FLOAT_LIMIT:
+                return v
+            flat = np.ravel(v)
+            v = float(flat[~(np.abs(flat) < FLOAT_LIMIT)][0])
+        elif code == "c":
+            raise ValueError(f"{what} is complex (a negative number to a fractional power?)")
+        else:
+            raise TypeError(f"{what} is not a number (numpy {v.dtype})")
+    elif kind is complex:
+        raise ValueError(f"{what} {v!r} is complex (a negative number to a fractional power?)")
+    else:
+        raise TypeError(f"{what} {_one_line(repr(v))[:40]} is not a number")
+    if type(v) is int:
+        raise ValueError(f"{what} {_describe(v)} does not fit in a 64-bit integer")
+    if math.isfinite(v):
+        raise ValueError(f"{what} {v:g} is beyond 2**63 in magnitude")
+    raise ValueError(f"{what} is {v} (not a finite number)")
 
 
 def _is_int(v) -> bool:
@@ -35,6 +122,24 @@ def _is_int(v) -> bool:
     if kind is np.ndarray:
         return v.dtype.kind in "iub"
     return isinstance(v, (np.integer, np.bool_))
+
+
+def _numpy_int(v) -> bool:
+    """A numpy integer (array or scalar): its arithmetic wraps silently at 64 bits."""
+    return (type(v) is np.ndarray or isinstance(v, np.generic)) and v.dtype.kind in "iu"
+
+
+def _mag(v):
+    """The largest magnitude in `v`, a Python number."""
+    if type(v) is np.ndarray:
+        if not v.size:
+            return 0
+        if v.dtype.kind in "iub":
+            return max(-int(v.min()), int(v.max()))
+        return float(np.abs(v).max())
+    if isinstance(v, np.generic):
+        v = v.item()
+    return abs(v)
 
 
 def _check_divisor(b, what: str) -> None:
@@ -60,11 +165,19 @@ def _mod(a, b):
     return a % b
 
 
+def _pow_args(a, b) -> None:
+    exponent = np.asarray(b)
+    if not np.all((exponent >= -MAX_EXPONENT) & (exponent <= MAX_EXPONENT)):
+        raise ValueError(f"exponent larger than {MAX_EXPONENT} (in magnitude)")
+    if _is_int(b):
+        if _is_int(a) and np.any(exponent < 0):
+            raise ValueError("negative integer exponent")
+    elif np.any((np.asarray(a) < 0) & (exponent % 1 != 0)):
+        raise ValueError("a negative number to a fractional power (the result would be complex)")
+
+
 def _pow(a, b):
-    if np.any(np.abs(np.asarray(b)) > MAX_EXPONENT):
-        raise ValueError(f"exponent larger than {MAX_EXPONENT}")
-    if _is_int(a) and _is_int(b) and np.any(np.asarray(b) < 0):
-        raise ValueError("negative integer exponent")
+    _pow_args(a, b)
     return a ** b
 
 
@@ -86,38 +199,131 @@ def _bitwise(op):
     return bitwise
 
 
+_INVERT = _bitwise(lambda x, _y: ~x)
+
+
+def _invert(a):
+    return _INVERT(a, 0)
+
+
 _BINOPS: dict[type, Callable] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: _div,
     ast.FloorDiv: _floordiv, ast.Mod: _mod, ast.Pow: _pow, ast.LShift: _shift(operator.lshift),
     ast.RShift: _shift(operator.rshift), ast.BitAnd: _bitwise(operator.and_), ast.BitOr: _bitwise(operator.or_),
     ast.BitXor: _bitwise(operator.xor),
 }
+_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+            ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
 _CMPOPS: dict[type, Callable] = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
     ast.Eq: operator.eq, ast.NotEq: operator.ne,
 }
+# Integer operations whose numpy result may wrap, with their exact (Python int) counterparts.
+_EXACT = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.floordiv,
+          ast.FloorDiv: operator.floordiv, ast.LShift: operator.lshift, ast.Pow: operator.pow}
+
+
+def _grown(op: type, ba, bb) -> float:
+    """A bound on |a op b| for integers with |a| <= ba, |b| <= bb (the operations of _EXACT)."""
+    if op is ast.Add or op is ast.Sub:
+        return float(ba) + float(bb)
+    if op is ast.Mult:
+        return float(ba) * float(bb)
+    if op is ast.LShift:
+        return float(ba) * 2.0 ** min(bb, MAX_SHIFT)
+    if op is ast.Pow:
+        return _fpow(max(float(ba), 1.0), min(bb, MAX_EXPONENT))
+    return float(ba)  # floor division: |a // b| <= |a| for a whole b != 0
+
+
+def _fpow(base: float, exponent) -> float:
+    try:
+        return base ** exponent
+    except OverflowError:
+        return math.inf
+
+
+def _check_exact(exact, a, b, what: str) -> None:
+    """Recompute a numpy integer operation with Python ints; a result beyond 64 bits is an error."""
+    values = np.asarray(exact(np.asarray(a, dtype=object), np.asarray(b, dtype=object)), dtype=object).ravel()
+    lo, hi = min(values), max(values)
+    if lo < INT_MIN or hi > INT_MAX:
+        raise ValueError(f"{what} {_describe(int(hi if hi > INT_MAX else lo))} does not fit in a 64-bit integer")
+
+
+def _pow_bits(a, b) -> float:
+    """log2 of the largest |a ** b| over the lanes (for exponents >= 0; other exponents give <= 1)."""
+    base = np.maximum(np.abs(np.asarray(a, dtype=float)), 1.0)
+    return float(np.max(np.asarray(b, dtype=float) * np.log2(base)))
+
+
+def _checked_binop(op_type: type):
+    op, exact, what = _BINOPS[op_type], _EXACT.get(op_type), f"'{_SYMBOLS[op_type]}' result"
+
+    def checked(a, b):
+        if op_type is ast.Pow:
+            _pow_args(a, b)
+            bits = _pow_bits(a, b)
+            if bits > 64:
+                raise ValueError(f"{what} would be about 2**{bits:.0f}: beyond 2**63")
+        try:
+            result = op(a, b)
+        except OverflowError:
+            raise ValueError(f"{what} is beyond 2**63 in magnitude") from None
+        if exact is not None and (_numpy_int(a) or _numpy_int(b)) and _is_int(a) and _is_int(b) \
+                and _grown(op_type, _mag(a), _mag(b)) > SAFE:
+            _check_exact(exact, a, b, what)
+        return _check(result, what)
+    return checked
+
+
+def _checked_unary(fn, what: str):
+    def checked(a):
+        if _is_int(a) and _mag(a) > INT_MAX:  # -(-2**63) wraps in numpy (np.abs converts a Python int)
+            raise ValueError(f"{what} 2**63 does not fit in a 64-bit integer")
+        return _check(fn(a), what)
+    return checked
+
+
+_CHECKED = {op: _checked_binop(op) for op in _BINOPS}
 
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
 
 
+def _whole(v, what: str) -> np.ndarray:
+    a = np.asarray(v)
+    if a.dtype.kind in "iub":
+        return a
+    if a.dtype.kind == "f" and np.all(np.abs(a) < FLOAT_LIMIT) and np.all(a % 1 == 0):
+        return a.astype(np.int64)
+    raise ValueError(f"rand: {what} must be a whole number")
+
+
 def hash_rand(seed, n, key, gtid) -> np.ndarray:
     """Deterministic per-thread pseudo-random integers in [0, n): splitmix64 of (seed, global thread, key)."""
-    if np.any(np.asarray(n) <= 0):
+    n = _whole(n, "n")
+    if np.any(n <= 0):
         raise ValueError("rand(seed, n): n must be positive")
     with np.errstate(over="ignore"):
-        x = (np.asarray(seed).astype(np.uint64) * _MIX[0]) ^ (np.asarray(gtid).astype(np.uint64) * _MIX[1]) \
-            ^ (np.asarray(key).astype(np.uint64) * _MIX[2])
+        x = (_whole(seed, "seed").astype(np.uint64) * _MIX[0]) ^ (np.asarray(gtid).astype(np.uint64) * _MIX[1]) \
+            ^ (_whole(key, "key").astype(np.uint64) * _MIX[2])
         x = x + _MIX[0]
         x = (x ^ (x >> np.uint64(30))) * _MIX[1]
         x = (x ^ (x >> np.uint64(27))) * _MIX[2]
         x = x ^ (x >> np.uint64(31))
-    return (x % np.asarray(n).astype(np.uint64)).astype(np.int64)
+    return (x % n.astype(np.uint64)).astype(np.int64)
+
+
+def _seeded(seed, run_seed: int):
+    """rand's seed mixed with the run's --seed (modulo 2**64, as the hash reads it)."""
+    if not run_seed:
+        return seed
+    with np.errstate(over="ignore"):
+        return _whole(seed, "seed").astype(np.uint64) + np.uint64(7919 * run_seed % (1 << 64))
 
 
 def _minmax(np_op):
     def fn(*args):
-        if len(args) < 2:
-            raise TypeError("min/max need at least two arguments")
         out = args[0]
         for a in args[1:]:
             out = np_op(out, a)
@@ -125,50 +331,11 @@ def _minmax(np_op):
     return fn
 
 
-_CALLS = {"min": _minmax(np.minimum), "max": _minmax(np.maximum), "abs": lambda *a: np.abs(*a)}
+_CALLS = {"min": _minmax(np.minimum), "max": _minmax(np.maximum), "abs": np.abs}
+_CHECKED_CALLS = dict(_CALLS, abs=_checked_unary(np.abs, "'abs' result"))
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: np.logical_not, ast.Invert: _invert}
+_CHECKED_UNARY = {**_UNARY, ast.USub: _checked_unary(operator.neg, "'-' result")}
 RAND = "rand"
-
-
-class Expr:
-    """A compiled expression: call it with an environment (name -> scalar or 32-lane array)."""
-
-    __slots__ = ("text", "where", "names", "uses_rand", "_fn", "constant")
-
-    def __init__(self, text: str, where: str, names: frozenset[str], uses_rand: bool, fn, constant):
-        self.text, self.where, self.names, self.uses_rand = text, where, names, uses_rand
-        self._fn, self.constant = fn, constant
-
-    def __call__(self, env: Env):
-        if self.constant is not None:
-            return self.constant
-        try:
-            return self._fn(env)
-        except (ZeroDivisionError, ValueError, TypeError, OverflowError, FloatingPointError) as exc:
-            raise ExprError(f"{self.where}: expression '{self.text}': {exc}") from None
-
-    def __repr__(self):
-        return f"Expr({self.text!r})"
-
-
-_NOT_ALLOWED = "is not allowed in workload expressions (allowed: numbers, names, arithmetic, comparisons, " \
-               "and/or/not, 'x if c else y', min/max/abs/rand)"
-
-
-class _Const:
-    """A compile-time constant subexpression (folded before any lane is evaluated)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-
-def _fn(node):
-    if type(node) is _Const:
-        value = node.value
-        return lambda env: value
-    return node
-
 
 # Names whose value differs from lane to lane: subexpressions using them cost numpy operations.
 LANE_VARYING = frozenset({"lane", "tid", "tid.x", "tid.y", "tid.z", "gtid"})
@@ -177,26 +344,9 @@ MEMO_KEY = "__memo__"  # env entry holding a warp's cache of loop-invariant lane
 MEMO_LIMIT = 4096
 
 
-def _ast_names(node) -> tuple[frozenset[str], bool]:
-    """Dotted names a Python AST subtree reads, and whether it calls rand()."""
-    names, uses_rand = set(), False
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
-            names.add(f"{sub.value.id}.{sub.attr}")
-        elif isinstance(sub, ast.Name) and not any(
-                isinstance(p, ast.Attribute) and p.value is sub for p in ast.walk(node)):
-            names.add(sub.id)
-        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == RAND:
-            uses_rand = True
-    names.discard(RAND)
-    return frozenset(names), uses_rand
-
-
-def _memoized(fn, key_names: tuple[str, ...]):
+def _memoized(fn, key_names: tuple[str, ...], token):
     """Wrap a lane-varying subexpression so a warp computes it once per distinct value of `key_names`
     (the iteration names it reads: loop indices, `rep`); a vectorised `rep` keys by its length."""
-    token = object()
-
     def memo(env):
         cache = env.get(MEMO_KEY)
         if cache is None:
@@ -211,7 +361,287 @@ def _memoized(fn, key_names: tuple[str, ...]):
     return memo
 
 
+# The largest magnitude of each (small) array a name held, by identity (the walkers build new arrays rather
+# than modify one in place); the entry keeps the array alive, so its id is not reused while it is here.
+_ARRAY_MAGNITUDES: dict[int, tuple[np.ndarray, float]] = {}
+ARRAY_MAGNITUDES_LIMIT = 4096  # entries
+ARRAY_MAGNITUDES_SIZE = 4096  # elements of an array kept there (names hold a few warps' lanes, not more)
+
+
+def _array_magnitude(v: np.ndarray) -> float:
+    hit = _ARRAY_MAGNITUDES.get(id(v))
+    if hit is not None and hit[0] is v:
+        return hit[1]
+    magnitude = _mag(v) if v.dtype.kind in "ib" else math.inf  # (unsigned arithmetic wraps below 0)
+    if v.size > ARRAY_MAGNITUDES_SIZE:
+        return magnitude
+    if len(_ARRAY_MAGNITUDES) >= ARRAY_MAGNITUDES_LIMIT:
+        _ARRAY_MAGNITUDES.clear()
+    _ARRAY_MAGNITUDES[id(v)] = (v, magnitude)
+    return magnitude
+
+
+def _fast_leaf(name: str, limit: int):
+    """A name's value, if it is a signed integer within +-limit (then no value can pass SAFE); else _Unsafe."""
+    last = None  # the array this name held last time, within the limit (a warp reads the same one again)
+
+    def leaf(env):
+        nonlocal last
+        v = env[name]
+        kind = type(v)
+        if kind is int:
+            if -limit <= v <= limit:
+                return v
+        elif v is last:
+            return v
+        elif kind is np.ndarray:
+            if _array_magnitude(v) <= limit:
+                last = v
+                return v
+        elif (kind is bool or isinstance(v, (np.signedinteger, np.bool_))) and -limit <= v <= limit:
+            return v
+        raise _Unsafe
+    return leaf
+
+
+def _checked_leaf(name: str):
+    what = f"'{name}'"
+
+    def leaf(env):
+        v = _check(env[name], what)
+        if isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind == "u":
+            return v.astype(np.int64)  # within int64 (checked): signed, so that a - b may go below 0
+        return v
+    return leaf
+
+
+CONST, NAME, BIN, UNARY, BOOL, CMP, IF, CALL, CALL_RAND, MEMO = range(10)
+
+
+class _Node:
+    """A compiled subexpression: `kind`, its operator, its sub-nodes, a constant value or a name, the
+    iteration names it reads and whether it varies by lane."""
+
+    __slots__ = ("kind", "op", "kids", "value", "iters", "varying")
+
+    def __init__(self, kind, op=None, kids=(), value=None, iters=frozenset(), varying=False):
+        self.kind, self.op, self.kids, self.value, self.iters, self.varying = kind, op, kids, value, iters, varying
+
+
+def _bound(node: _Node, m: float) -> tuple[float, bool]:
+    """(a bound on |value|, whether the value is an integer) when every name's value is an integer within
+    +-m; _Unbounded when some value's bound passes SAFE."""
+    kind = node.kind
+    if kind == CONST:
+        v = node.value
+        return abs(float(v)), type(v) is int or type(v) is bool
+    if kind == NAME:
+        return m, True
+    if kind == MEMO:
+        return _bound(node.kids[0], m)
+    parts = [_bound(k, m) for k in node.kids]
+    bounds = [p[0] for p in parts]
+    is_int = all(p[1] for p in parts)
+    if kind == BIN:
+        b = _bin_bound(node, bounds, parts)
+        is_int = is_int or node.op in (ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)
+    elif kind == UNARY:
+        b = 1.0 if node.op is ast.Not else bounds[0] + (node.op is ast.Invert)
+        is_int = is_int or node.op is ast.Not
+    elif kind in (BOOL, CMP):
+        b, is_int = 1.0, True
+    elif kind == IF:
+        b = max(bounds[1:])
+        is_int = parts[1][1] and parts[2][1]
+    elif kind == CALL_RAND:
+        b, is_int = bounds[1], True
+    else:  # min, max, abs
+        b = max(bounds)
+    if not b <= SAFE:
+        raise _Unbounded
+    return b, is_int
+
+
+def _bin_bound(node: _Node, bounds, parts) -> float:
+    op, (bl, br), right = node.op, bounds, node.kids[1]
+    both_int = parts[0][1] and parts[1][1]
+    if op in _EXACT and op not in (ast.Div, ast.FloorDiv, ast.Pow):
+        return _grown(op, bl, br)
+    if op is ast.Div or op is ast.FloorDiv:
+        if parts[1][1]:  # a whole divisor is at least 1 in magnitude (0 is an error)
+            return bl + 1
+        return bl / abs(right.value) + 1 if right.kind == CONST and right.value else math.inf
+    if op is ast.Pow:
+        if right.kind == CONST:
+            e = right.value
+            if e >= 0:
+                return _fpow(max(bl, 1.0), e)
+            return 1.0 if both_int else math.inf  # a negative integer exponent of an integer is an error
+        return _fpow(max(bl, 1.0), min(br, MAX_EXPONENT)) if both_int else math.inf
+    if op is ast.Mod:
+        return br
+    if op is ast.RShift:
+        return bl
+    return 2 * max(bl, br)  # & | ^
+
+
+def _leaf_limit(root: _Node) -> int:
+    """The largest 2**k (k <= 62) such that names within +-2**k keep every value within SAFE; -1 if none."""
+    def fits(k: int) -> bool:
+        try:
+            _bound(root, float(1 << k))
+            return True
+        except _Unbounded:
+            return False
+
+    if not fits(0):
+        return -1
+    lo, hi = 0, 62
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return 1 << lo
+
+
+def _build(node: _Node, limit: int, checked: bool):
+    """Closures computing `node` for an env: plain numpy operations, or (checked) each result verified."""
+    kind = node.kind
+    if kind == CONST:
+        value = node.value
+        return lambda env: value
+    if kind == NAME:
+        return _checked_leaf(node.value) if checked else _fast_leaf(node.value, limit)
+    if kind == MEMO:
+        return _memoized(_build(node.kids[0], limit, checked), node.value, node.op)
+    if kind == BIN:
+        return _build_bin(node, limit, checked)
+    parts = [_build(k, limit, checked) for k in node.kids]
+    if kind == UNARY:
+        return _build_unary(node.op, parts[0], checked)
+    if kind == BOOL:
+        return _build_bool(node.op, parts)
+    if kind == CMP:
+        return _build_compare(node.op, parts)
+    if kind == IF:
+        return _build_if(*parts)
+    if kind == CALL_RAND:
+        seed, n = parts[0], parts[1]
+        key = parts[2] if len(parts) == 3 else (lambda env: 0)
+        return lambda env: hash_rand(_seeded(seed(env), env.get(SEED_KEY, 0)), n(env), key(env), env["gtid"])
+    fn = (_CHECKED_CALLS if checked else _CALLS)[node.op]
+    if len(parts) == 1:
+        only = parts[0]
+        return lambda env: fn(only(env))
+    return lambda env: fn(*[a(env) for a in parts])
+
+
+def _build_bin(node: _Node, limit: int, checked: bool):
+    op = (_CHECKED if checked else _BINOPS)[node.op]
+    left, right = node.kids
+    if right.kind == CONST:
+        value, left = right.value, _build(left, limit, checked)
+        return lambda env: op(left(env), value)
+    if left.kind == CONST:
+        value, right = left.value, _build(right, limit, checked)
+        return lambda env: op(value, right(env))
+    left, right = _build(left, limit, checked), _build(right, limit, checked)
+    return lambda env: op(left(env), right(env))
+
+
+def _build_unary(op: type, operand, checked: bool):
+    if op is ast.UAdd:
+        return operand
+    if op is ast.USub and not checked:
+        return lambda env: -operand(env)
+    fn = (_CHECKED_UNARY if checked else _UNARY)[op]
+    return lambda env: fn(operand(env))
+
+
+def _build_bool(combine, parts):
+    first, rest = parts[0], parts[1:]
+
+    def fn(env):
+        out = first(env)
+        for p in rest:
+            out = combine(out, p(env))
+        return out
+    return fn
+
+
+def _build_compare(ops, terms):
+    def fn(env):
+        values = [t(env) for t in terms]
+        out = ops[0](values[0], values[1])
+        for i in range(1, len(ops)):
+            out = np.logical_and(out, ops[i](values[i], values[i + 1]))
+        return out
+    return fn
+
+
+def _build_if(cond, yes, no):
+    def fn(env):
+        c = cond(env)
+        if isinstance(c, np.ndarray):
+            return np.where(c, yes(env), no(env))
+        return yes(env) if c else no(env)
+    return fn
+
+
+class Expr:
+    """A compiled expression: call it with an environment (name -> scalar or 32-lane array). `text` is the
+    expression as messages show it (one line, shortened), `source` the text itself."""
+
+    __slots__ = ("text", "source", "where", "names", "uses_rand", "constant", "leaf_limit", "_fn", "_tree",
+                 "_checked")
+
+    def __init__(self, source: str, where: str, names: frozenset[str], uses_rand: bool, constant,
+                 tree: _Node | None = None):
+        self.text, self.source, self.where, self.names, self.uses_rand = shown(source), source, where, names, \
+            uses_rand
+        self.constant, self._tree, self._checked = constant, tree, None
+        self.leaf_limit = _leaf_limit(tree) if tree is not None else INT_MAX
+        if tree is None:
+            self._fn = lambda env: constant
+        elif self.leaf_limit < 0:
+            self._fn = self.checked
+        else:
+            self._fn = _build(tree, self.leaf_limit, False)
+
+    def __call__(self, env: Env):
+        if self.constant is not None:
+            return self.constant
+        try:
+            return self._fn(env)
+        except _Unsafe:
+            pass
+        except _ERRORS as exc:
+            raise ExprError(_message(self.where, self.text, str(exc))) from None
+        return self.checked(env)
+
+    def checked(self, env: Env):
+        """The value, verifying every operation's result (for names beyond leaf_limit, or not integers)."""
+        if self._tree is None:
+            return self.constant
+        fn = self._checked
+        if fn is None:
+            fn = self._checked = _build(self._tree, self.leaf_limit, True)
+        try:
+            with np.errstate(all="ignore"):
+                return _check(fn(env), "the result")
+        except _ERRORS as exc:
+            raise ExprError(_message(self.where, self.text, str(exc))) from None
+
+    def __repr__(self):
+        return f"Expr({self.source!r})"
+
+
+_NOT_ALLOWED = "is not allowed in workload expressions (allowed: numbers, names, arithmetic, comparisons, " \
+               "and/or/not, 'x if c else y', min/max/abs/rand)"
+
+
 class _Compiler:
+    """Python AST -> _Node tree, checking every node against the whitelist and folding constants."""
+
     def __init__(self, text: str, where: str, known: Callable[[str], bool], constants: Env | None,
                  iteration_names: frozenset[str]):
         self.text, self.where, self.known = text, where, known
@@ -219,55 +649,62 @@ class _Compiler:
         self.iteration_names = iteration_names
         self.names: set[str] = set()
         self.uses_rand = False
-        self.iter_stack: list[frozenset[str]] = []
 
     def fail(self, what: str):
-        raise ExprError(f"{self.where}: expression '{self.text}': {what}")
+        raise ExprError(_message(self.where, shown(self.text), what))
 
-    def compile(self, node):
+    def tree(self, node) -> _Node:
         method = getattr(self, f"_{type(node).__name__}", None)
-        if method is None:
+        if method is None or not isinstance(node, ast.expr):
             self.fail(f"{type(node).__name__.lower()} {_NOT_ALLOWED}")
-        if not isinstance(node, ast.expr):
-            return method(node)
-        names, rand = _ast_names(node)
-        mine = names & self.iteration_names
-        parent = self.iter_stack[-1] if self.iter_stack else None
-        self.iter_stack.append(mine)
+        return method(node)
+
+    def make(self, kind: int, op, kids: list[_Node]) -> _Node:
+        """A node over `kids`: folded when every kid is constant. A lane-varying kid that reads fewer
+        iteration names than this node is computed once per warp and value of those names (memoised)."""
+        iters = frozenset().union(*(k.iters for k in kids))
+        node = _Node(kind, op, kids, None, iters, kind == CALL_RAND or any(k.varying for k in kids))
+        if kind != CALL_RAND and all(k.kind == CONST for k in kids):
+            return self.fold(node)
+        node.kids = [_Node(MEMO, object(), (k,), tuple(sorted(k.iters)), k.iters, True)
+                     if k.varying and k.iters != iters and k.kind not in (CONST, MEMO) else k for k in kids]
+        return node
+
+    def fold(self, node: _Node) -> _Node:
         try:
-            result = method(node)
-        finally:
-            self.iter_stack.pop()
-        # Hoist a lane-varying subexpression out of the loops it does not depend on: memoise it per warp.
-        if parent is not None and mine != parent and type(result) is not _Const and (names & LANE_VARYING or rand):
-            result = _memoized(result, tuple(sorted(mine)))
-        return result
-
-    def _Expression(self, node):
-        return self.compile(node.body)
-
-    def fold(self, fn, *parts):
-        """A _Const if every part is constant, else a closure over the parts."""
-        if all(type(p) is _Const for p in parts):
-            try:
-                value = fn(*(p.value for p in parts))
-            except (ZeroDivisionError, ValueError, TypeError, OverflowError) as exc:
-                self.fail(str(exc))
-            return _Const(value.item() if isinstance(value, np.generic) else value)
-        return None
+            with np.errstate(all="ignore"):
+                value = _build(node, 0, True)({})
+        except _ERRORS as exc:
+            self.fail(str(exc))
+        if isinstance(value, (np.generic, np.ndarray)):
+            value = value.item()
+        return _Node(CONST, value=value)
 
     def _Constant(self, node):
-        if isinstance(node.value, bool) or isinstance(node.value, (int, float)):
-            return _Const(node.value)
-        self.fail(f"literal {node.value!r} {_NOT_ALLOWED}")
+        value = node.value
+        if type(value) in (bool, int, float):
+            try:
+                return _Node(CONST, value=_check(value, "literal"))
+            except ValueError as exc:
+                self.fail(str(exc))
+        self.fail(f"literal {_one_line(repr(value))[:40]} {_NOT_ALLOWED}")
 
-    def _name(self, name: str):
+    def _name(self, name: str) -> _Node:
         if not self.known(name):
-            self.fail(f"unknown name '{name}'")
+            self.fail(f"unknown name '{shown(name)}'")
         self.names.add(name)
         if name in self.constants:
-            return _Const(self.constants[name])
-        return lambda env: env[name]
+            value = self.constants[name]
+            if isinstance(value, np.generic):
+                value = value.item()
+            if type(value) not in (bool, int, float):
+                self.fail(f"'{name}' = {_one_line(repr(value))[:40]} is not a number")
+            try:
+                return _Node(CONST, value=_check(value, f"'{name}' ="))
+            except ValueError as exc:
+                self.fail(str(exc))
+        return _Node(NAME, value=name, iters=frozenset({name}) & self.iteration_names,
+                     varying=name in LANE_VARYING)
 
     def _Name(self, node):
         return self._name(node.id)
@@ -278,97 +715,88 @@ class _Compiler:
         self.fail(f"attribute access '.{node.attr}' {_NOT_ALLOWED}")
 
     def _BinOp(self, node):
-        op = _BINOPS.get(type(node.op))
-        if op is None:
+        if type(node.op) not in _BINOPS:
             self.fail(f"operator {type(node.op).__name__} {_NOT_ALLOWED}")
-        left, right = self.compile(node.left), self.compile(node.right)
-        folded = self.fold(op, left, right)
-        if folded is not None:
-            return folded
-        if type(right) is _Const:
-            value, left = right.value, _fn(left)
-            return lambda env: op(left(env), value)
-        if type(left) is _Const:
-            value, right = left.value, _fn(right)
-            return lambda env: op(value, right(env))
-        return lambda env: op(left(env), right(env))
+        return self.make(BIN, type(node.op), [self.tree(node.left), self.tree(node.right)])
 
     def _UnaryOp(self, node):
-        operand = self.compile(node.operand)
-        if type(operand) is _Const:
-            unary = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: np.logical_not,
-                     ast.Invert: lambda a: _bitwise(lambda x, _y: ~x)(a, 0)}.get(type(node.op))
-            if unary is not None:
-                return self.fold(unary, operand)
-        operand = _fn(operand)
-        if isinstance(node.op, ast.USub):
-            return lambda env: -operand(env)
-        if isinstance(node.op, ast.UAdd):
-            return operand
-        if isinstance(node.op, ast.Not):
-            return lambda env: np.logical_not(operand(env))
-        if isinstance(node.op, ast.Invert):
-            return lambda env: _bitwise(lambda a, _b: ~a)(operand(env), 0)
-        self.fail(f"operator {type(node.op).__name__} {_NOT_ALLOWED}")
+        return self.make(UNARY, type(node.op), [self.tree(node.operand)])
 
     def _BoolOp(self, node):
-        compiled = [self.compile(v) for v in node.values]
-        parts = [_fn(c) for c in compiled]
         combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
-
-        def fn(env):
-            out = parts[0](env)
-            for p in parts[1:]:
-                out = combine(out, p(env))
-            return out
-        return self.fold(lambda *_: fn({}), *compiled) or fn
+        return self.make(BOOL, combine, [self.tree(v) for v in node.values])
 
     def _Compare(self, node):
         ops = [_CMPOPS.get(type(o)) for o in node.ops]
         if None in ops:
             self.fail(f"comparison {_NOT_ALLOWED}")
-        compiled = [self.compile(node.left)] + [self.compile(c) for c in node.comparators]
-        terms = [_fn(c) for c in compiled]
-
-        def fn(env):
-            values = [t(env) for t in terms]
-            out = ops[0](values[0], values[1])
-            for i in range(1, len(ops)):
-                out = np.logical_and(out, ops[i](values[i], values[i + 1]))
-            return out
-        return self.fold(lambda *_: fn({}), *compiled) or fn
+        return self.make(CMP, ops, [self.tree(node.left)] + [self.tree(c) for c in node.comparators])
 
     def _IfExp(self, node):
-        cond, yes, no = self.compile(node.test), self.compile(node.body), self.compile(node.orelse)
-        if type(cond) is _Const:
-            return yes if np.all(cond.value) else no
-        cond, yes, no = _fn(cond), _fn(yes), _fn(no)
-
-        def fn(env):
-            c = cond(env)
-            if isinstance(c, np.ndarray):
-                return np.where(c, yes(env), no(env))
-            return yes(env) if c else no(env)
-        return fn
+        out = self.make(IF, None, [self.tree(node.test), self.tree(node.body), self.tree(node.orelse)])
+        if out.kind == IF and out.kids[0].kind == CONST:
+            return out.kids[1] if np.all(out.kids[0].value) else out.kids[2]
+        return out
 
     def _Call(self, node):
         if not isinstance(node.func, ast.Name) or node.keywords:
             self.fail(f"this call {_NOT_ALLOWED}")
         name = node.func.id
         if name != RAND and name not in _CALLS:
-            self.fail(f"call to '{name}' {_NOT_ALLOWED}")
-        compiled = [self.compile(a) for a in node.args]
-        args = [_fn(c) for c in compiled]
+            self.fail(f"call to '{shown(name)}' {_NOT_ALLOWED}")
+        kids = [self.tree(a) for a in node.args]
         if name == RAND:
-            if len(args) not in (2, 3):
+            if len(kids) not in (2, 3):
                 self.fail("rand takes (seed, n) or (seed, n, key)")
             self.uses_rand = True
             self.names.add("gtid")
-            key = args[2] if len(args) == 3 else (lambda env: 0)
-            return lambda env: hash_rand(args[0](env) + 7919 * env.get(SEED_KEY, 0), args[1](env), key(env),
-                                         env["gtid"])
-        fn = _CALLS[name]
-        return self.fold(fn, *compiled) or (lambda env: fn(*(a(env) for a in args)))
+            return self.make(CALL_RAND, None, kids)
+        if name == "abs" and len(kids) != 1:
+            self.fail("abs takes one argument")
+        if name != "abs" and len(kids) < 2:
+            self.fail("min/max need at least two arguments")
+        return self.make(CALL, name, kids)
+
+
+_BAD_CHARACTER = re.compile(r"[^\t\n\r -~]")
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deeply sub-expressions nest (iteratively: the tree may be deep)."""
+    deepest, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, ast.expr):
+            depth += 1
+            deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _parse(text: str, where: str) -> ast.Expression:
+    """The Python AST of a string, after the checks that bound the time and memory compiling it takes."""
+    def fail(what: str):
+        raise ExprError(_message(where, shown(text), what))
+
+    if len(text) > MAX_LENGTH:
+        fail(f"{len(text)} characters, at most {MAX_LENGTH}")
+    bad = _BAD_CHARACTER.search(text)
+    if bad:
+        fail(f"character {ascii(bad.group())} at position {bad.start()} is not allowed (expressions are printable "
+             f"ASCII: names, numbers, operators)")
+    try:
+        tree, problem = ast.parse(text.strip(), mode="eval"), None
+    except SyntaxError as exc:
+        problem = f"syntax error ({exc.msg})"
+    except (RecursionError, MemoryError):
+        problem = f"nested more than {MAX_DEPTH} deep"
+    if problem:
+        fail(problem)
+    depth = _depth(tree)
+    if depth > MAX_DEPTH:
+        fail(f"nested {depth} deep, at most {MAX_DEPTH} (a chain a + b + c + ... nests one level per operator: "
+             f"split it into parameters)")
+    return tree
 
 
 def compile_expr(text, where: str, known: Callable[[str], bool], constants: Env | None = None,
@@ -378,17 +806,17 @@ def compile_expr(text, where: str, known: Callable[[str], bool], constants: Env 
     that vary by lane but not with some of `iteration_names` (loop indices, `rep`) are computed once per
     warp and reused (see `_memoized`)."""
     if isinstance(text, bool) or isinstance(text, (int, float)):
-        value = text
-        return Expr(str(text), where, frozenset(), False, lambda env: value, value)
+        try:
+            value = _check(text, "value")
+        except ValueError as exc:
+            raise ExprError(f"{_one_line(where)}: {exc}") from None
+        return Expr(str(value), where, frozenset(), False, value)
     if not isinstance(text, str):
-        raise ExprError(f"{where}: expected an expression (a string or number), got {text!r}")
-    if len(text) > 2000:
-        raise ExprError(f"{where}: expression longer than 2000 characters")
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ExprError(f"{where}: expression '{text}': syntax error ({exc.msg})") from None
+        got = repr(text) if text is None or isinstance(text, (int, float, complex)) else f"a {type(text).__name__}"
+        raise ExprError(f"{_one_line(where)}: expected an expression (a string or number), got {shown(got)}")
+    tree = _parse(text, where)
     comp = _Compiler(text, where, known, constants, iteration_names)
-    node = comp.compile(tree)
-    constant = node.value if type(node) is _Const else None
-    return Expr(text, where, frozenset(comp.names), comp.uses_rand, _fn(node), constant)
+    root = comp.tree(tree.body)
+    if root.kind == CONST:
+        return Expr(text, where, frozenset(comp.names), comp.uses_rand, root.value)
+    return Expr(text, where, frozenset(comp.names), comp.uses_rand, None, root)
