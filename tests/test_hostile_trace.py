@@ -219,6 +219,64 @@ def test_xz_decoder_memory_is_capped(tmp_path, worker):
     assert "MiB to decompress" in reply["message"]
 
 
+def big_blocks_text(blocks: int, insts: int, line: str = "0000 ffffffff 0 NOP 0 0 0") -> str:
+    """A trace of `blocks` one-warp blocks of `insts` identical lines each."""
+    text = VALID.split("#BEGIN_TB")[0].replace("(2,1,1)", f"({blocks},1,1)").replace("(64,1,1)", "(32,1,1)")
+    body = f"{line}\n" * insts
+    for block in range(blocks):
+        text += f"#BEGIN_TB\nthread block = {block},0,0\nwarp = 0\ninsts = {insts}\n{body}#END_TB\n"
+    return text
+
+
+def test_a_block_too_large_to_hold_is_an_error(tmp_path, monkeypatch):
+    """A warp's lines stay in memory while it runs: one block whose lines would pass the limit is an error at
+    the line being read, before the memory is taken (a 200 KB xz can hold a block of 20 million lines)."""
+    from gpusim.trace import reader
+
+    monkeypatch.setattr(reader, "HELD_LIMIT", 4 << 20)
+    path = write(tmp_path / "k.traceg.xz", big_blocks_text(1, 40_000))  # ~7 MB as Python lines
+    with pytest.raises(TraceError) as info:
+        read_all(path)
+    message = str(info.value)
+    assert_one_line(message, path)
+    assert "thread block 0 does not fit: its lines would take more than 4 MiB of memory" in message
+    assert int(re.search(r":(\d+): ", message).group(1)) < 40_000
+
+
+def test_blocks_running_at_once_share_the_limit(tmp_path, monkeypatch):
+    """20 blocks of ~0.5 MB (as Python lines) fit one at a time (the instruction-mix pass releases each block
+    when its warps are done) but not all resident at once on 108 SMs."""
+    from gpusim.trace import reader
+
+    path = write(tmp_path / "k.traceg", big_blocks_text(20, 2500))
+    monkeypatch.setattr(reader, "HELD_LIMIT", 2 << 20)
+    assert read_all(path).blocks_read == 20
+    with pytest.raises(TraceError, match=r"thread block \d+ does not fit: with the \d+ block\(s\) still running"):
+        run(path, "a100")
+    monkeypatch.undo()
+    assert run(path, "a100").metrics["smsp__inst_executed.sum"] == 20 * 2500
+
+
+@pytest.mark.benchmark
+def test_an_xz_bomb_block_stops_at_the_default_limit(tmp_path):
+    """A ~120 KB xz holding one block of 60 million lines: an error after ~2 GiB, not the 9 GiB its lines
+    would take (in a worker allowed 3 GiB)."""
+    from gpusim.trace.reader import HELD_LIMIT
+
+    line = b"0000 ffffffff 0 NOP 0 0 0\n"
+    chunk = lzma.compress(line * ((16 << 20) // len(line)), check=lzma.CHECK_NONE)
+    head = big_blocks_text(1, 0).replace("insts = 0", "insts = 60000000").replace("#END_TB\n", "")
+    path = tmp_path / "k.traceg.xz"
+    path.write_bytes(lzma.compress(head.encode()) + chunk * 95 + lzma.compress(b"#END_TB\n"))
+    worker = Worker(budget=HELD_LIMIT + (1 << 30))
+    try:
+        reply = worker.check(path, seconds=120)
+    finally:
+        worker.stop()
+    assert reply["outcome"] == "error", reply
+    assert "does not fit" in reply["message"]
+
+
 # --- 3. non-ASCII bytes are reported at their line -------------------------------------------------------------
 @pytest.mark.parametrize("suffix", [".traceg", ".traceg.xz"])
 def test_non_ascii_byte_is_reported_at_its_line(tmp_path, suffix):
@@ -485,12 +543,13 @@ class Worker:
     """A gpusim process that runs one path per request under an address-space limit and an alarm; a case that
     crashes, hangs or dies is reported, and the worker started again."""
 
-    def __init__(self):
+    def __init__(self, budget: int = MEMORY_BUDGET):
         self.proc = None
+        self.budget = budget
         self.start()
 
     def start(self):
-        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(MEMORY_BUDGET)], cwd=ROOT, text=True,
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(self.budget)], cwd=ROOT, text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
     def stop(self):

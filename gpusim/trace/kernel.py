@@ -17,6 +17,7 @@ from ..workload.kernel import Launch
 from ..workload.opcodes import MISC, OpInfo, family_of, lookup
 from ..workload.stream import WarpInst
 from .format import LineError, parse_instruction
+from . import reader
 from .reader import TraceError, TraceFile, TraceHeader
 
 PARSED_LIMIT = 65536  # distinct address-free instruction lines remembered
@@ -101,17 +102,22 @@ class TraceStreams:
         self._parsed: dict[str, object] = {}
         self.unknown: Counter = Counter()
         self.blocks_read = 0
+        self.held = 0  # memory of the lines of the blocks read whose warps have not all finished (estimated)
+        self._running: dict[int, list] = {}  # block -> [warps not finished, memory]
         self.odd: dict[str, list] = {}  # kind -> [lines, first line number, opcode]: legal but odd lines
 
     def __call__(self, block: int, warp_in_block: int) -> Iterator[WarpInst]:
         warps = self._pending.get(block)
         while warps is None:
+            self.file.budget, self.file.running = reader.HELD_LIMIT - self.held, len(self._running)
             section = next(self._blocks, None)
             if section is None:
                 raise TraceError(f"{self.kernel.source}: block {block} requested, the file has {self.blocks_read}")
             self.blocks_read += 1
             self._pending[section.ordinal] = section.warps
             self._handed[section.ordinal] = 0
+            self._running[section.ordinal] = [len(section.warps), section.memory]
+            self.held += section.memory
             warps = self._pending.get(block)
         lines = warps[warp_in_block]
         self._handed[block] += 1
@@ -181,3 +187,8 @@ class TraceStreams:
             elif t.mask and info.space != "const":
                 self._note("no_addresses", number, t.opcode)
             yield WarpInst(info, gid, block, t.pc, t.mask, t.dst, t.src, addrs)
+        running = self._running[block]  # the warp is done: its block's lines go when all its warps are
+        running[0] -= 1
+        if not running[0]:
+            self.held -= running[1]
+            del self._running[block]

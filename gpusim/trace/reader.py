@@ -28,6 +28,8 @@ from ..workload.kernel import Launch
 SUPPORTED_VERSIONS = (4, 5, 6)
 LINE_LIMIT = 65536  # bytes per line, newline included: an instruction line with 32 addresses is under 1 KiB
 XZ_MEMORY_LIMIT = 256 << 20  # the xz decoder's memory (xz -9 needs 65 MiB)
+HELD_LIMIT = 2 << 30  # memory the lines of the blocks still running may take (Python objects, estimated)
+LINE_COST = 150  # bytes a held line takes beyond its text (its str, tuple and list slot)
 _CHUNK = 1 << 16
 _TOO_LONG = (f"line longer than {LINE_LIMIT:,} bytes: expected an Accel-Sim line (the longest, an instruction with "
              f"32 addresses, is under 1 KiB)")
@@ -71,6 +73,7 @@ class TraceBlock:
     ordinal: int  # position in the file (the dispatch order)
     ctaid: tuple[int, int, int]
     warps: list  # per warp in the block: [(line number, instruction line), ...]
+    memory: int = 0  # what its lines take in memory, estimated (to a chunk of the file)
 
 
 class _XzStreams(io.RawIOBase):
@@ -155,6 +158,8 @@ class Lines:
             raise TraceError(f"{path}: cannot open ({exc.strerror or exc})") from None
         self.fh = _XzStreams(raw) if path.suffix == ".xz" else raw
         self.number = 0
+        self.memory = 0  # what the lines read so far take as Python objects (estimated a chunk at a time)
+        self.stop_at: tuple[int, str] | None = None  # (memory, message): an error once past it
         self._lines = self._read(self.fh.read_chunk if path.suffix == ".xz" else raw.read)
 
     def __iter__(self):
@@ -171,6 +176,9 @@ class Lines:
                 raise TraceError(f"{self.path}:{number + 1}: {exc}") from None
             except OSError as exc:
                 raise TraceError(f"{self.path}:{number + 1}: read error ({exc.strerror or exc})") from None
+            self.memory += len(chunk) + LINE_COST * chunk.count(b"\n")
+            if self.stop_at is not None and self.memory > self.stop_at[0]:
+                raise self._error(number + 1, self.stop_at[1])  # the line being read
             if not chunk:
                 if rest:  # a last line without a newline
                     self.number = number + 1
@@ -308,6 +316,8 @@ class TraceFile:
                              shared_memory_bytes=h.shared_memory_bytes, dynamic_shared_memory_bytes=0)
         self.nblocks = self.launch.nblocks
         self.warps_per_block = self.launch.warps_per_block
+        self.budget = HELD_LIMIT  # memory the next block may take (TraceStreams lowers it by what it holds)
+        self.running = 0  # blocks still held by the reader's user (for the message)
 
     def close(self) -> None:
         self._lines.close()
@@ -360,6 +370,11 @@ class TraceFile:
 
     def _block(self, ordinal: int, seen: "_Runs") -> TraceBlock:
         lines, path = self._lines, self.path
+        start = lines.memory
+        others = f"with the {self.running} block(s) still running, " if self.running else ""
+        lines.stop_at = (start + self.budget, f"thread block {ordinal} does not fit: {others}its lines would take "
+                                              f"more than {_size(HELD_LIMIT)} of memory (a block's lines stay in "
+                                              f"memory while its warps run)")
         ctaid = None
         warps: dict[int, list] = {}
         current: list | None = None
@@ -405,7 +420,9 @@ class TraceFile:
                     absent = min(set(range(self.warps_per_block)) - set(warps))
                     raise self._error(f"thread block {ctaid} lists {len(warps)} warps; -block dim "
                                       f"{self.header.block} has {self.warps_per_block} (warp {absent} missing)")
-                return TraceBlock(ordinal, ctaid, [warps[w] for w in range(self.warps_per_block)])
+                lines.stop_at = None
+                return TraceBlock(ordinal, ctaid, [warps[w] for w in range(self.warps_per_block)],
+                                  lines.memory - start)
             elif current is not None and expected >= 0:
                 raise self._error(f"insts = {expected} at line {count_line}, but the warp has more instruction "
                                   f"lines")
@@ -426,6 +443,10 @@ def _number(text: str, key: str, number: int, path: Path, high: int = ADDRESS_LI
     if not m or m.group(1) != key:
         raise TraceError(f"{path}:{number}: expected '{key} = N', got '{printable(text)}'")
     return _int(path, number, key, m.group(2), high=high)
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**30:g} GiB" if n >= 2**30 else f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
 class _Runs:
