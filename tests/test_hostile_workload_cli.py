@@ -197,6 +197,19 @@ def test_silent_clamps_are_load_errors(tmp_path, body, line, expected):
     assert f"k.yaml:{line}:" in message and expected in message, message
 
 
+@pytest.mark.parametrize("head, body, expected", [
+    ('params: {"n\\n": 3}\n', "  - {op: FADD, dst: r1}\n", "params: 'n\\n' is not a usable parameter name"),
+    ("", '  - loop: 2\n    var: "i\\n"\n    body: [{op: FADD, dst: r1}]\n', "loop var must be a name, got 'i\\n'"),
+    ("", '  - {op: FADD, dst: "r1\\n"}\n', "'dst': 'r1\\n' is not a register name"),
+])
+def test_a_name_with_a_trailing_newline_is_not_a_name(tmp_path, head, body, expected):
+    """A regex's '$' matches before a final newline: names are matched to the end of the text (found by the
+    generated gpusim.run keywords: params={"n\\n": ...} printed a raw newline)."""
+    message = _error(load_workload, _file(tmp_path, body, head=head + HEADER))
+    assert expected in message, message
+    assert "--set 'n\\n': expected NAME=VALUE" in _error(run, "workloads/vecadd.yaml", "h100", params={"n\n": 1})
+
+
 def test_an_enclosing_loops_index_may_still_be_reused(tmp_path):
     path = _file(tmp_path, "  - loop: 2\n    body:\n      - loop: 3\n"
                            "        body: [{op: FADD, dst: r1, pred: 'i < 2'}]\n")
@@ -435,31 +448,77 @@ def _paths(data, prefix=()):
         yield from _paths(value, prefix + (key,))
 
 
+def _nodes(data, want):
+    """Every mapping in a loaded workload's program for which want(mapping) holds."""
+    found = []
+    for path in _paths(data):
+        node = data
+        for key in path:
+            node = node[key]
+        if isinstance(node, dict) and want(node):
+            found.append(node)
+    return found
+
+
+HOSTILE_NUMBERS = st.sampled_from([-1, 0, 2**31, 10**12, -10**12, 10**30, 2.5, 1e308, float("nan"), float("inf"),
+                                   -float("inf"), True, "n - 10**12", "-lane", "lane - 16", "1e999"])
+HOSTILE_TEXT = st.sampled_from(["", "[/bold]", "[red]x[/red]", "x\ny", "n" * 3000, "\x00", "a\u2028b"])
+
+
+def _not_a_count(value) -> bool:
+    """A literal no loop count or repeat may be: negative, true/false, fractional, NaN or infinite."""
+    return isinstance(value, bool) or isinstance(value, (int, float)) and not (
+        math.isfinite(value) and value >= 0 and float(value).is_integer())
+
+
 @st.composite
 def mutated_workloads(draw):
-    """A shipped workload with one to three mutations: a value replaced by a hostile one, a key dropped or
-    added, a loop given a var that shadows a name, a parameter or launch value made extreme."""
+    """(shipped file, mutated data, why it must be refused or None): one to three mutations: anywhere, a value
+    replaced by a hostile one, a key dropped or added; or aimed at what issue 12 names: a parameter, a loop count
+    or repeat, a loop var, the kernel's name. Some of the aimed ones must be refused, never run (a silent clamp)."""
     path = draw(st.sampled_from(SHIPPED))
     data = json.loads(json.dumps(SHIPPED_DATA[path]))
+    must_fail = None
     for _ in range(draw(st.integers(1, 3))):
-        paths = [p for p in _paths(data) if p]
-        target = draw(st.sampled_from(paths))
-        parent = data
-        for key in target[:-1]:
-            parent = parent[key]
-        kind = draw(st.sampled_from(["replace", "replace", "replace", "drop", "add", "var"]))
-        key = target[-1]
-        if kind == "replace":
-            parent[key] = copy.deepcopy(draw(ANY_VALUE))
-        elif kind == "drop":
-            del parent[key]
-        elif kind == "add" and isinstance(parent, dict):
-            parent[draw(st.sampled_from(["repeat", "pred", "var", "comment", "bogus", "exit"]))] = \
-                copy.deepcopy(draw(ANY_VALUE))
-        elif kind == "var" and isinstance(parent, dict) and "loop" in parent:
-            params = list(data.get("params") or {}) if isinstance(data.get("params"), dict) else []
-            parent["var"] = draw(st.sampled_from(["lane", "tid", "rep", "i", "k", *params]))
-    return path, data
+        kind = draw(st.sampled_from(["replace", "replace", "drop", "add", "param", "count", "count", "var", "name"]))
+        params = data.get("params") if isinstance(data.get("params"), dict) else {}
+        loops = _nodes(data, lambda node: "loop" in node)
+        instrs = _nodes(data, lambda node: "op" in node)
+        if kind == "param" and params:
+            name, value = draw(st.sampled_from(sorted(params, key=str))), draw(HOSTILE_NUMBERS)
+            params[name] = value
+            if isinstance(value, float) and not math.isfinite(value):
+                must_fail = f"parameter {name} = {value}"
+        elif kind == "count" and (loops or instrs):
+            node = draw(st.sampled_from(loops + instrs))
+            key, value = "loop" if "loop" in node else "repeat", draw(HOSTILE_NUMBERS | st.sampled_from(HOSTILE))
+            node[key] = value
+            if _not_a_count(value):
+                must_fail = f"{key}: {value}"
+        elif kind == "var" and loops:
+            buffers = data.get("buffers") if isinstance(data.get("buffers"), dict) else {}
+            var = draw(st.sampled_from(["lane", "tid", "rep", "warp", "i", "k", *map(str, params), *map(str, buffers)]))
+            draw(st.sampled_from(loops))["var"] = var
+            if var in ("lane", "tid", "rep", "warp") or var in params or var in buffers:
+                must_fail = f"loop var {var}"
+        elif kind == "name":
+            data["kernel"] = draw(HOSTILE_TEXT | st.text(max_size=20))
+        else:
+            paths = [p for p in _paths(data) if p]
+            if not paths:
+                continue
+            target = draw(st.sampled_from(paths))
+            parent = data
+            for key in target[:-1]:
+                parent = parent[key]
+            if kind == "drop":
+                del parent[target[-1]]
+            elif kind == "add" and isinstance(parent, dict):
+                parent[draw(st.sampled_from(["repeat", "pred", "var", "comment", "bogus", "exit"]))] = \
+                    copy.deepcopy(draw(ANY_VALUE))
+            else:
+                parent[target[-1]] = copy.deepcopy(draw(ANY_VALUE))
+    return path, data, must_fail
 
 
 @contextlib.contextmanager
@@ -475,9 +534,10 @@ def _time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _cli_case(argv: list[str], seconds: float) -> str | None:
+def _cli_case(argv: list[str], seconds: float, must_fail: str | None = None) -> str | None:
     """Run the command line in this process; None when it ended in a result or a one-line error, else what
-    went wrong (a traceback's exception, a hang, a stray warning, a multi-line or huge error, invalid JSON)."""
+    went wrong (a traceback's exception, a hang, a stray warning, a multi-line or huge error, invalid JSON, or
+    a result where `must_fail` says why there should have been an error)."""
     out, err = io.StringIO(), io.StringIO()
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(err):
@@ -494,6 +554,8 @@ def _cli_case(argv: list[str], seconds: float) -> str | None:
     if caught:
         return f"stray warning: {shorten(str(caught[0].message), 200)}"
     if code == 0:
+        if must_fail:
+            return f"accepted silently: {must_fail}"
         if errors:
             return f"exit 0 with stderr {shorten(errors, 200)}"
         if "--json" in argv:
@@ -540,12 +602,12 @@ def _mutation_check(tmp_dir: Path, budget: float):
     counter = iter(range(10**9))
 
     def check(case) -> str | None:
-        source, data = case
+        source, data, must_fail = case
         path = tmp_dir / f"m{next(counter)}.yaml"
         path.write_text(yaml.dump(data, Dumper=_NoAliases, sort_keys=False))
         for argv in (["workload", "show", str(path), "--json"], ["workload", "show", str(path), "--first", "5"],
                      ["run", str(path), "--arch", "a100", "--sms", "1", "--max-instructions", "20000", "--json", "-"]):
-            problem = _cli_case(argv, budget)
+            problem = _cli_case(argv, budget, must_fail)
             if problem:
                 return f"{' '.join(argv[:2])} ({source.name}): {problem}"
         return None

@@ -32,7 +32,7 @@ BUFFER_KEYS = {"space", "bytes"}
 GLOBAL_BASE = 1 << 32  # first global buffer; each starts on a 2 MiB boundary
 GLOBAL_ALIGN = 2 << 20
 SHARED_ALIGN = 128
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # (\Z: "$" would let a trailing newline through)
 # CUDA's launch limits (every compute capability since 2.0): gridDim.x < 2^31, gridDim.y/z and blockDim.x/y up to
 # 65535 and 1024, blockDim.z up to 64; threads per block are checked against the architecture when it runs.
 MAX_GRID = (2**31 - 1, 65535, 65535)

@@ -13,7 +13,7 @@ from .opcodes import OpInfo, lookup
 from .yamlio import LineDict, WorkloadError
 
 PC_STEP = 16  # bytes per SASS instruction
-_REG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\{[^{}]+\}[A-Za-z0-9_]*)*$")
+_REG = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\{[^{}]+\}[A-Za-z0-9_]*)*\Z")
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
 INSTR_KEYS = {"op", "dst", "src", "addr", "pred", "repeat", "comment"}
@@ -223,7 +223,7 @@ class ProgramCompiler:
     def loop(self, item: LineDict) -> Loop:
         self.check_keys(item, LOOP_KEYS, "a loop")
         var = item.get("var", "i")
-        if not isinstance(var, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", var):
+        if not isinstance(var, str) or not re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", var):
             raise WorkloadError(f"{self.where(item.line)}: loop var must be a name, got {shorten(var)}")
         if var in self.scopes[0]:  # (an enclosing loop's index may be reused: the inner one hides it)
             kind = "a parameter or buffer" if var in self.constants else "the built-in name"
