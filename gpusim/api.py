@@ -129,14 +129,16 @@ def size_text(mix) -> str:
 
 def check_size(kernel: Kernel, max_instructions: int | None = MAX_INSTRUCTIONS):
     """The kernel's instruction mix, counted (or, past a budget of counting steps, estimated) without
-    simulating; more than `max_instructions` warp-instructions is refused in one line, before a run that could
-    not finish."""
+    simulating; more than `max_instructions` warp-instructions, or loop trips (a loop may issue next to
+    nothing), is refused in one line, before a run that could not finish."""
     mix = kernel_mix(kernel, steps=PREFLIGHT_STEPS)
-    if max_instructions is not None and mix.total_warp_insts > max_instructions:
-        raise GpusimError(f"{kernel.source}: {shorten(kernel.name, 40)}: {size_text(mix)}; the limit is "
-                          f"{max_instructions:,} (--max-instructions N / max_instructions=N raises it; sampling "
-                          f"is planned, issue 13)")
-    return mix
+    if max_instructions is None or max(mix.total_warp_insts, mix.trips) <= max_instructions:
+        return mix
+    what = size_text(mix) if mix.total_warp_insts > max_instructions else \
+        f"its loops take {'about ' if mix.estimated else ''}{mix.trips:,} trips (issuing {mix.total_warp_insts:,} " \
+        f"warp-instructions)"
+    raise GpusimError(f"{kernel.source}: {shorten(kernel.name, 40)}: {what}; the limit is {max_instructions:,} "
+                      f"(--max-instructions N / max_instructions=N raises it; sampling is planned, issue 13)")
 
 
 def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str = DEFAULT_POLICY,

@@ -10,6 +10,7 @@ import copy
 import io
 import json
 import math
+import re
 import signal
 import subprocess
 import sys
@@ -107,10 +108,22 @@ def test_a_loop_whose_body_reads_its_index_is_estimated_within_the_budget(tmp_pa
     assert "about 1,000,000,000,000 warp-instructions" in _error(run, path, "h100")
 
 
+@pytest.mark.parametrize("inner", ["{loop: 0, body: [{op: FADD, dst: r1}]}", "{exit: 'lane > 99'}",
+                                   "{exit: 'lane > 99 + i'}"])
+def test_a_trillion_trips_that_issue_nothing_are_refused_too(tmp_path, inner):
+    """A loop around nothing that issues (an empty inner loop, an exit no lane takes) would keep the stream busy
+    for ever with no instruction to count: the trips count too."""
+    path = _file(tmp_path, f"  - loop: 1000000000000\n    body: [{inner}]\n")
+    assert kernel_mix(load_workload(path), steps=20_000).trips >= 10**12 * 0.99
+    message = _error(run, path, "h100")
+    assert re.search(r"its loops take (about )?1,0[0-9,]+ trips \(issuing [01] warp-instructions\); the limit is "
+                     r"2,000,000,000", message), message
+
+
 def test_repeat_of_a_billion_is_counted_at_once_and_announced(tmp_path):
     path = _file(tmp_path, "  - {op: FADD, dst: r1, repeat: 1000000000}\n")
     kernel = load_workload(path)
-    assert kernel_mix(kernel).total_warp_insts == 10**9 + 1
+    assert kernel_mix(kernel).total_warp_insts == check_size(kernel).total_warp_insts == 10**9 + 1
     with pytest.raises(_Stop) as info:  # under the default limit: it would run, and says so first
         run(path, "h100", on_count=_stop)
     assert info.value.args[0].total_warp_insts == 10**9 + 1

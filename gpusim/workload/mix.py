@@ -40,6 +40,7 @@ class Mix:
     opcodes: Counter = attrs.Factory(Counter)  # opcode -> warp-instructions
     bytes: Counter = attrs.Factory(Counter)  # (space, 'load' | 'store' | 'atomic') -> bytes
     mma_flops: int = 0
+    trips: int = 0  # loop trips taken, all warps together (a loop that issues next to nothing still takes time)
     estimated: str = ""  # "": counted exactly; otherwise how the counts were extrapolated
 
     def add(self, other: "Mix", times: int | float = 1) -> None:
@@ -50,6 +51,7 @@ class Mix:
             for key, value in theirs.items():
                 mine[key] += value * times if exact else round(value * times)
         self.mma_flops += other.mma_flops * times if exact else round(other.mma_flops * times)
+        self.trips += other.trips * times if exact else round(other.trips * times)
 
     def count(self, info, mask: int, times: int = 1) -> None:
         lanes = mask.bit_count()
@@ -98,10 +100,10 @@ class _Budget:
 
 
 class _Counter:
-    def __init__(self, kernel: Kernel, block: int, warp_in_block: int, budget: _Budget | None = None):
+    def __init__(self, kernel: Kernel, block: int, warp_in_block: int, budget: _Budget):
         self.kernel = kernel
-        self.budget = budget or _Budget(COUNT_STEPS)
-        self.budget.spend(WARP_STEPS)
+        self.budget = budget
+        budget.left -= WARP_STEPS  # (charged, but the budget runs out at the warp's first statement)
         self.env = kernel.base_env(block, warp_in_block)
         self.live = kernel.initial_mask(warp_in_block)
         self.scalable: dict[int, bool] = {}
@@ -172,6 +174,7 @@ class _Counter:
                     raise
                 self.trips.pop()
                 mix.add(once, count)
+                mix.trips += count
             return
         trips = count if not isinstance(count, np.ndarray) else \
             int(np.broadcast_to(count, (WARP_SIZE,))[mask_to_bool(m)].max(initial=0))
@@ -182,6 +185,7 @@ class _Counter:
             level[0] = i
             self.env[node.var] = i
             self.budget.spend(trip_steps)
+            mix.trips += 1
             self.body(node.body, loop_mask, mix)
             if not loop_mask & self.live:
                 break
@@ -269,26 +273,21 @@ def _kernel_mix(kernel: Kernel, budget: _Budget) -> Mix:
     partial = None
     for i in spread(n):
         block, warp, times = locate(i)
-        counter = None
+        counter = _Counter(kernel, block, warp, budget)
         try:
-            counter = _Counter(kernel, block, warp, budget)
             total.add(counter.run(), times)
         except _OutOfSteps:
-            if counter is not None:
-                partial = (counter.mix, counter.progress(), times)
+            partial = (counter.mix, counter.progress(), times)
             break
         counted += 1
         weight += times
     else:
         return total
-    all_weight = sum(locate(i)[2] for i in range(n)) if n <= 2 else n * locate(0)[2]
+    mix, done, times = partial  # the warp counting stopped in: scaled up by how far through its loops it got
+    total.add(mix, times / done if done > 0 else times)  # (no trip finished: what it counted, a lower bound)
+    weight += times
     estimate = Mix()
-    if partial is not None:
-        mix, done, times = partial
-        weight += times
-        total.add(mix, times / done if done > 0 else times)  # no trip finished: what was counted, a lower bound
-    estimate.add(total, all_weight / weight)
-    estimate.estimated = (f"estimated: counting stopped after {budget.steps:,} steps, "
-                          f"{counted:,} of {n:,} distinct warps counted"
-                          + (", one more in part" if partial is not None else ""))
+    estimate.add(total, (sum(locate(i)[2] for i in range(n)) if n <= 2 else n * locate(0)[2]) / weight)
+    estimate.estimated = (f"estimated from {counted:,} of {n:,} warps counted in full and part of "
+                          f"{'another' if counted else 'one'} (counting stops after {budget.steps:,} steps)")
     return estimate
