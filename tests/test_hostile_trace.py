@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import lzma
-import os
 import re
 import select
 import struct
 import subprocess
 import sys
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -22,7 +22,6 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from gpusim.api import run
-from gpusim.errors import GpusimError
 from gpusim.trace import TraceError, TraceStreams, load_trace, read_command_list
 from gpusim.trace.mix import trace_mix
 from gpusim.trace.reader import LINE_LIMIT
@@ -549,8 +548,9 @@ class Worker:
         self.start()
 
     def start(self):
+        self.stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(self.budget)], cwd=ROOT, text=True,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
 
     def stop(self):
         self.proc.kill()
@@ -562,10 +562,12 @@ class Worker:
         ready, _, _ = select.select([self.proc.stdout], [], [], seconds + 30)
         line = self.proc.stdout.readline() if ready else ""
         if not line:
-            outcome = "hang" if not ready else f"died (exit {self.proc.poll()})"
+            outcome = "hang" if not ready else "died"
             self.stop()
+            self.stderr.seek(0)
+            said = self.stderr.read().decode(errors="replace")[-2000:]
             self.start()
-            return {"outcome": outcome, "seconds": float(seconds)}
+            return {"outcome": outcome, "seconds": float(seconds), "stderr": said}
         reply = json.loads(line)
         if reply["outcome"] == "crash":  # a MemoryError or a traceback: start clean for the next case
             self.stop()
