@@ -480,40 +480,62 @@ HOSTILE_TEXT = st.sampled_from(["", "[/bold]", "[red]x[/red]", "x\ny", "n" * 300
 
 def _not_a_count(value) -> bool:
     """A literal no loop count or repeat may be: negative, true/false, fractional, NaN or infinite."""
-    return isinstance(value, bool) or isinstance(value, (int, float)) and not (
-        math.isfinite(value) and value >= 0 and float(value).is_integer())
+    if isinstance(value, bool) or isinstance(value, int):
+        return isinstance(value, bool) or value < 0
+    return isinstance(value, float) and not (math.isfinite(value) and value >= 0 and value.is_integer())
+
+
+def _statements(body):
+    """The statements of a program as the compiler walks them (loop bodies, then and else sides)."""
+    for item in body if isinstance(body, list) else ():
+        if isinstance(item, dict):
+            yield item
+            for key in ("body", "then", "else"):
+                yield from _statements(item.get(key))
+
+
+def _must_fail(data) -> str | None:
+    """Why a (mutated) workload must be refused rather than run, if it must: a literal loop count or repeat
+    that is negative, true/false, fractional or not finite; a non-finite parameter; a loop var shadowing a
+    built-in, parameter or buffer (each was a silent clamp or a silent use before issue 12)."""
+    if not isinstance(data, dict):
+        return None
+    params = data.get("params") if isinstance(data.get("params"), dict) else {}
+    buffers = data.get("buffers") if isinstance(data.get("buffers"), dict) else {}
+    for name, value in params.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"parameter {name} = {value}"
+    for node in _statements(data.get("program")):
+        for key in ("loop", "repeat"):
+            if key in node and _not_a_count(node[key]):
+                return f"{key}: {node[key]!r}"
+        if "loop" in node and isinstance(node.get("var"), str) and node["var"] in {"lane", "tid", "rep", "warp",
+                                                                                  *params, *buffers}:
+            return f"loop var {node['var']}"
+    return None
 
 
 @st.composite
 def mutated_workloads(draw):
-    """(shipped file, mutated data, why it must be refused or None): one to three mutations: anywhere, a value
-    replaced by a hostile one, a key dropped or added; or aimed at what issue 12 names: a parameter, a loop count
-    or repeat, a loop var, the kernel's name. Some of the aimed ones must be refused, never run (a silent clamp)."""
+    """(shipped file, mutated data): one to three mutations: anywhere, a value replaced by a hostile one, a key
+    dropped or added; or aimed at what issue 12 names: a parameter, a loop count or repeat, a loop var, the
+    kernel's name. Some must be refused, never run (_must_fail)."""
     path = draw(st.sampled_from(SHIPPED))
     data = json.loads(json.dumps(SHIPPED_DATA[path]))
-    must_fail = None
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(["replace", "replace", "drop", "add", "param", "count", "count", "var", "name"]))
         params = data.get("params") if isinstance(data.get("params"), dict) else {}
         loops = _nodes(data, lambda node: "loop" in node)
         instrs = _nodes(data, lambda node: "op" in node)
         if kind == "param" and params:
-            name, value = draw(st.sampled_from(sorted(params, key=str))), draw(HOSTILE_NUMBERS)
-            params[name] = value
-            if isinstance(value, float) and not math.isfinite(value):
-                must_fail = f"parameter {name} = {value}"
+            params[draw(st.sampled_from(sorted(params, key=str)))] = draw(HOSTILE_NUMBERS)
         elif kind == "count" and (loops or instrs):
             node = draw(st.sampled_from(loops + instrs))
-            key, value = "loop" if "loop" in node else "repeat", draw(HOSTILE_NUMBERS | st.sampled_from(HOSTILE))
-            node[key] = value
-            if _not_a_count(value):
-                must_fail = f"{key}: {value}"
+            node["loop" if "loop" in node else "repeat"] = draw(HOSTILE_NUMBERS | st.sampled_from(HOSTILE))
         elif kind == "var" and loops:
             buffers = data.get("buffers") if isinstance(data.get("buffers"), dict) else {}
-            var = draw(st.sampled_from(["lane", "tid", "rep", "warp", "i", "k", *map(str, params), *map(str, buffers)]))
-            draw(st.sampled_from(loops))["var"] = var
-            if var in ("lane", "tid", "rep", "warp") or var in params or var in buffers:
-                must_fail = f"loop var {var}"
+            draw(st.sampled_from(loops))["var"] = draw(st.sampled_from(["lane", "tid", "rep", "warp", "i", "k",
+                                                                        *map(str, params), *map(str, buffers)]))
         elif kind == "name":
             data["kernel"] = draw(HOSTILE_TEXT | st.text(max_size=20))
         else:
@@ -531,7 +553,7 @@ def mutated_workloads(draw):
                     copy.deepcopy(draw(ANY_VALUE))
             else:
                 parent[target[-1]] = copy.deepcopy(draw(ANY_VALUE))
-    return path, data, must_fail
+    return path, data
 
 
 @contextlib.contextmanager
@@ -615,7 +637,8 @@ def _mutation_check(tmp_dir: Path, budget: float):
     counter = iter(range(10**9))
 
     def check(case) -> str | None:
-        source, data, must_fail = case
+        source, data = case
+        must_fail = _must_fail(data)
         path = tmp_dir / f"m{next(counter)}.yaml"
         path.write_text(yaml.dump(data, Dumper=_NoAliases, sort_keys=False))
         for argv in (["workload", "show", str(path), "--json"], ["workload", "show", str(path), "--first", "5"],
