@@ -10,10 +10,11 @@ to `eval`. Allowed: integer/float/bool literals; names and dotted names that the
 Hostile text is refused in bounded time and memory with a one-line ExprError: at most MAX_LENGTH printable ASCII
 characters, nested at most MAX_DEPTH deep. Every value, intermediate ones included, is a real number that fits a
 64-bit integer (integers) or is finite and below 2**63 in magnitude (floats); a larger one, a complex power or a
-NaN is an error, never wrapped, clamped or passed on. This costs no check per operation: at compile time an
-interval bound finds how large the names' values may be (`Expr.leaf_limit`) before any value could pass 2**62;
-an evaluation checks only the names it reads (an array once, by identity) and, when one is larger or not an
-integer, evaluates again checking every operation (`Expr.checked`).
+NaN is an error, never wrapped, clamped or passed on. This costs no check per operation: each name read checks
+its value against a bit-length limit (an array once, by identity), chosen with an interval bound over the
+expression so that no value can pass 2**62 while every name is within its limit. A name beyond its limit makes
+the expression look at all its names' sizes: if those fit, the limits follow them (with room to grow) and the
+closures are rebuilt; if not (or a name is not an integer), every operation's result is checked (`Expr.checked`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ SHOWN = 80  # characters of an expression that an error message shows
 INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
 FLOAT_LIMIT = float(1 << 63)  # floats are finite and smaller than this in magnitude
 SAFE = float(1 << 62)  # a static bound up to this needs no run-time check (a factor 2 left for rounding)
+FITS_LIMIT = 256  # sets of names' bit lengths an expression remembers
 
 
 class ExprError(GpusimError):
@@ -47,7 +49,7 @@ _ERRORS = (ArithmeticError, ValueError, TypeError)  # what an operation raises f
 
 
 class _Unsafe(Exception):
-    """A name's value is larger than the expression's leaf_limit (or not an integer): evaluate checked."""
+    """A name's value is beyond the expression's limit for it (or not a signed integer)."""
 
 
 class _Unbounded(Exception):
@@ -55,9 +57,18 @@ class _Unbounded(Exception):
 
 
 def shown(text: str) -> str:
-    """An expression as messages show it: one line of at most SHOWN characters (then '...'), escaped."""
-    cut = text[:SHOWN].encode("unicode_escape").decode("ascii")
-    return cut + "..." if len(text) > SHOWN else cut
+    """An expression as messages show it: one line of printable ASCII, at most SHOWN characters once escaped
+    (then '...')."""
+    if len(text) <= SHOWN and text.isascii() and text.isprintable():
+        return text
+    out, size = [], 0
+    for c in text:
+        c = c if " " <= c <= "~" else c.encode("unicode_escape").decode("ascii")
+        if size + len(c) > SHOWN:
+            return "".join(out) + "..."
+        out.append(c)
+        size += len(c)
+    return "".join(out)
 
 
 def _one_line(s: str) -> str:
@@ -361,28 +372,41 @@ def _memoized(fn, key_names: tuple[str, ...], token):
     return memo
 
 
-# The largest magnitude of each (small) array a name held, by identity (the walkers build new arrays rather
-# than modify one in place); the entry keeps the array alive, so its id is not reused while it is here.
-_ARRAY_MAGNITUDES: dict[int, tuple[np.ndarray, float]] = {}
-ARRAY_MAGNITUDES_LIMIT = 4096  # entries
-ARRAY_MAGNITUDES_SIZE = 4096  # elements of an array kept there (names hold a few warps' lanes, not more)
+# The bit length of the largest magnitude of each (small) array a name held, by identity (the walkers build
+# new arrays rather than modify one in place); the entry keeps the array alive, so its id is not reused.
+_ARRAY_BITS: dict[int, tuple[np.ndarray, int]] = {}
+ARRAY_BITS_LIMIT = 4096  # entries
+ARRAY_BITS_SIZE = 4096  # elements of an array kept there (names hold a few warps' lanes, not more)
+UNFIT = 1 << 20  # the "bit length" of a value that is not a signed integer: always checked
 
 
-def _array_magnitude(v: np.ndarray) -> float:
-    hit = _ARRAY_MAGNITUDES.get(id(v))
+def _array_bits(v: np.ndarray) -> int:
+    hit = _ARRAY_BITS.get(id(v))
     if hit is not None and hit[0] is v:
         return hit[1]
-    magnitude = _mag(v) if v.dtype.kind in "ib" else math.inf  # (unsigned arithmetic wraps below 0)
-    if v.size > ARRAY_MAGNITUDES_SIZE:
-        return magnitude
-    if len(_ARRAY_MAGNITUDES) >= ARRAY_MAGNITUDES_LIMIT:
-        _ARRAY_MAGNITUDES.clear()
-    _ARRAY_MAGNITUDES[id(v)] = (v, magnitude)
-    return magnitude
+    bits = _mag(v).bit_length() if v.dtype.kind in "ib" else UNFIT  # (unsigned arithmetic wraps below 0)
+    if v.size <= ARRAY_BITS_SIZE:
+        if len(_ARRAY_BITS) >= ARRAY_BITS_LIMIT:
+            _ARRAY_BITS.clear()
+        _ARRAY_BITS[id(v)] = (v, bits)
+    return bits
 
 
-def _fast_leaf(name: str, limit: int):
-    """A name's value, if it is a signed integer within +-limit (then no value can pass SAFE); else _Unsafe."""
+def _bits(v) -> int:
+    """|v| < 2**_bits(v) for a signed integer (or bool) value; UNFIT for anything else."""
+    kind = type(v)
+    if kind is int:
+        return v.bit_length()
+    if kind is np.ndarray:
+        return _array_bits(v)
+    if kind is bool or isinstance(v, (np.signedinteger, np.bool_)):
+        return int(v).bit_length()
+    return UNFIT
+
+
+def _fast_leaf(name: str, bits: int):
+    """A name's value, if it is a signed integer below 2**bits in magnitude; else _Unsafe."""
+    bound = 1 << bits if bits >= 0 else 0
     last = None  # the array this name held last time, within the limit (a warp reads the same one again)
 
     def leaf(env):
@@ -390,15 +414,15 @@ def _fast_leaf(name: str, limit: int):
         v = env[name]
         kind = type(v)
         if kind is int:
-            if -limit <= v <= limit:
+            if -bound < v < bound:
                 return v
         elif v is last:
             return v
         elif kind is np.ndarray:
-            if _array_magnitude(v) <= limit:
+            if _array_bits(v) <= bits:
                 last = v
                 return v
-        elif (kind is bool or isinstance(v, (np.signedinteger, np.bool_))) and -limit <= v <= limit:
+        elif _bits(v) <= bits:
             return v
         raise _Unsafe
     return leaf
@@ -428,15 +452,15 @@ class _Node:
         self.kind, self.op, self.kids, self.value, self.iters, self.varying = kind, op, kids, value, iters, varying
 
 
-def _bound(node: _Node, m: float) -> tuple[float, bool]:
-    """(a bound on |value|, whether the value is an integer) when every name's value is an integer within
-    +-m; _Unbounded when some value's bound passes SAFE."""
+def _bound(node: _Node, m: dict[str, float]) -> tuple[float, bool]:
+    """(a bound on |value|, whether the value is an integer) when each name's value is an integer within
+    +-m[name]; _Unbounded when some value's bound passes SAFE."""
     kind = node.kind
     if kind == CONST:
         v = node.value
         return abs(float(v)), type(v) is int or type(v) is bool
     if kind == NAME:
-        return m, True
+        return m[node.value], True
     if kind == MEMO:
         return _bound(node.kids[0], m)
     parts = [_bound(k, m) for k in node.kids]
@@ -485,37 +509,30 @@ def _bin_bound(node: _Node, bounds, parts) -> float:
     return 2 * max(bl, br)  # & | ^
 
 
-def _leaf_limit(root: _Node) -> int:
-    """The largest 2**k (k <= 62) such that names within +-2**k keep every value within SAFE; -1 if none."""
-    def fits(k: int) -> bool:
-        try:
-            _bound(root, float(1 << k))
-            return True
-        except _Unbounded:
-            return False
-
-    if not fits(0):
-        return -1
-    lo, hi = 0, 62
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
-    return 1 << lo
+def _names(root: _Node) -> tuple[str, ...]:
+    """The names a tree reads (not constants), each once."""
+    found, stack = {}, [root]
+    while stack:
+        node = stack.pop()
+        if node.kind == NAME:
+            found[node.value] = None
+        stack.extend(node.kids)
+    return tuple(found)
 
 
-def _build(node: _Node, limit: int, checked: bool):
+def _build(node: _Node, checked: bool, limits: dict[str, int] | None = None):
     """Closures computing `node` for an env: plain numpy operations, or (checked) each result verified."""
     kind = node.kind
     if kind == CONST:
         value = node.value
         return lambda env: value
     if kind == NAME:
-        return _checked_leaf(node.value) if checked else _fast_leaf(node.value, limit)
+        return _checked_leaf(node.value) if checked else _fast_leaf(node.value, limits[node.value])
     if kind == MEMO:
-        return _memoized(_build(node.kids[0], limit, checked), node.value, node.op)
+        return _memoized(_build(node.kids[0], checked, limits), node.value, node.op)
     if kind == BIN:
-        return _build_bin(node, limit, checked)
-    parts = [_build(k, limit, checked) for k in node.kids]
+        return _build_bin(node, checked, limits)
+    parts = [_build(k, checked, limits) for k in node.kids]
     if kind == UNARY:
         return _build_unary(node.op, parts[0], checked)
     if kind == BOOL:
@@ -535,16 +552,16 @@ def _build(node: _Node, limit: int, checked: bool):
     return lambda env: fn(*[a(env) for a in parts])
 
 
-def _build_bin(node: _Node, limit: int, checked: bool):
+def _build_bin(node: _Node, checked: bool, limits):
     op = (_CHECKED if checked else _BINOPS)[node.op]
     left, right = node.kids
     if right.kind == CONST:
-        value, left = right.value, _build(left, limit, checked)
+        value, left = right.value, _build(left, checked, limits)
         return lambda env: op(left(env), value)
     if left.kind == CONST:
-        value, right = left.value, _build(right, limit, checked)
+        value, right = left.value, _build(right, checked, limits)
         return lambda env: op(value, right(env))
-    left, right = _build(left, limit, checked), _build(right, limit, checked)
+    left, right = _build(left, checked, limits), _build(right, checked, limits)
     return lambda env: op(left(env), right(env))
 
 
@@ -591,40 +608,73 @@ class Expr:
     """A compiled expression: call it with an environment (name -> scalar or 32-lane array). `text` is the
     expression as messages show it (one line, shortened), `source` the text itself."""
 
-    __slots__ = ("text", "source", "where", "names", "uses_rand", "constant", "leaf_limit", "_fn", "_tree",
-                 "_checked")
+    __slots__ = ("text", "source", "where", "names", "uses_rand", "constant", "limits", "_fn", "_tree",
+                 "_checked", "_fits")
 
     def __init__(self, source: str, where: str, names: frozenset[str], uses_rand: bool, constant,
                  tree: _Node | None = None):
         self.text, self.source, self.where, self.names, self.uses_rand = shown(source), source, where, names, \
             uses_rand
         self.constant, self._tree, self._checked = constant, tree, None
-        self.leaf_limit = _leaf_limit(tree) if tree is not None else INT_MAX
-        if tree is None:
-            self._fn = lambda env: constant
-        elif self.leaf_limit < 0:
-            self._fn = self.checked
-        else:
-            self._fn = _build(tree, self.leaf_limit, False)
+        # Each name below 2**limits[name] in magnitude keeps every value within SAFE; the limits start at
+        # nothing and follow the names' values (see widen).
+        self.limits = dict.fromkeys(_names(tree), -1) if tree is not None else {}
+        self._fits: dict[tuple[int, ...], bool] = {}  # names' bit lengths -> whether they keep values in SAFE
+        self._fn = _build(tree, False, self.limits) if tree is not None else (lambda env: constant)
 
     def __call__(self, env: Env):
         if self.constant is not None:
             return self.constant
         try:
-            return self._fn(env)
+            try:
+                return self._fn(env)
+            except _Unsafe:
+                if self.widen(env):
+                    return self._fn(env)
         except _Unsafe:
             pass
         except _ERRORS as exc:
             raise ExprError(_message(self.where, self.text, str(exc))) from None
         return self.checked(env)
 
+    def widen(self, env: Env) -> bool:
+        """New limits that admit the names' values in `env` (and the old limits where they still fit, with room
+        to grow), the closures rebuilt for them; False (limits unchanged) when values of these sizes might pass
+        SAFE: then the evaluation is checked."""
+        now = tuple([_bits(env[name]) for name in self.limits])
+        if not self.fits(now):
+            return False
+        wider = tuple(map(max, self.limits.values(), now))
+        base = wider if self.fits(wider) else now
+        for room in (16, 4, 1, 0):
+            limits = tuple(min(b + room, 62) for b in base)
+            if self.fits(limits):
+                break
+        self.limits = dict(zip(self.limits, limits))
+        self._fn = _build(self._tree, False, self.limits)
+        return True
+
+    def fits(self, bits: tuple[int, ...]) -> bool:
+        """Whether names below 2**bits in magnitude keep every value within SAFE (remembered)."""
+        fits = self._fits.get(bits)
+        if fits is None:
+            if len(self._fits) >= FITS_LIMIT:
+                self._fits.clear()
+            try:
+                fits = max(bits, default=0) < 63 and bool(_bound(self._tree, {n: float(1 << b) for n, b in
+                                                                              zip(self.limits, bits)}))
+            except _Unbounded:
+                fits = False
+            self._fits[bits] = fits
+        return fits
+
     def checked(self, env: Env):
-        """The value, verifying every operation's result (for names beyond leaf_limit, or not integers)."""
+        """The value, verifying every operation's result (for large names, or names that are not integers)."""
         if self._tree is None:
             return self.constant
         fn = self._checked
         if fn is None:
-            fn = self._checked = _build(self._tree, self.leaf_limit, True)
+            fn = self._checked = _build(self._tree, True)
         try:
             with np.errstate(all="ignore"):
                 return _check(fn(env), "the result")
@@ -673,7 +723,7 @@ class _Compiler:
     def fold(self, node: _Node) -> _Node:
         try:
             with np.errstate(all="ignore"):
-                value = _build(node, 0, True)({})
+                value = _build(node, True)({})
         except _ERRORS as exc:
             self.fail(str(exc))
         if isinstance(value, (np.generic, np.ndarray)):
