@@ -124,7 +124,7 @@ def _json(record) -> str:
     try:
         return json.dumps(record, indent=2, allow_nan=False)
     except ValueError:
-        raise GpusimError(f"the result record holds a non-finite number at {_non_finite(record)}: "
+        raise GpusimError(f"the record holds a non-finite number at {_non_finite(record)}: "
                           f"it cannot be written as JSON") from None
 
 
