@@ -135,9 +135,9 @@ def _is_int(v) -> bool:
     return isinstance(v, (np.integer, np.bool_))
 
 
-def _numpy_int(v) -> bool:
-    """A numpy integer (array or scalar): its arithmetic wraps silently at 64 bits."""
-    return (type(v) is np.ndarray or isinstance(v, np.generic)) and v.dtype.kind in "iu"
+def _numpy(v) -> bool:
+    """A numpy array or scalar: its integer arithmetic wraps silently at 64 bits."""
+    return type(v) is np.ndarray or isinstance(v, np.generic)
 
 
 def _mag(v):
@@ -254,12 +254,40 @@ def _fpow(base: float, exponent) -> float:
         return math.inf
 
 
-def _check_exact(exact, a, b, what: str) -> None:
-    """Recompute a numpy integer operation with Python ints; a result beyond 64 bits is an error."""
-    values = np.asarray(exact(np.asarray(a, dtype=object), np.asarray(b, dtype=object)), dtype=object).ravel()
-    lo, hi = min(values), max(values)
-    if lo < INT_MIN or hi > INT_MAX:
-        raise ValueError(f"{what} {_describe(int(hi if hi > INT_MAX else lo))} does not fit in a 64-bit integer")
+NEAR = float((1 << 63) - (1 << 20))  # a float power below this is a true one below 2**63 (error < 2**17)
+
+
+def _wrapped(op: type, a: np.ndarray, b: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The lanes where r, the int64 result of a op b, wrapped (vectorised: no Python ints per lane)."""
+    if op is ast.Add:
+        return ((a ^ r) & (b ^ r)) < 0
+    if op is ast.Sub:
+        return ((a ^ b) & (a ^ r)) < 0
+    if op is ast.Mult:  # an exact product divided by b gives a back; a wrapped one cannot
+        return ((b != 0) & (r // np.where(b == 0, 1, b) != a)) | ((a == INT_MIN) & (b == -1))
+    if op is ast.LShift:
+        return (r >> b) != a
+    if op is ast.Pow:  # near 2**63, only a few (base, exponent) pairs: each is computed exactly
+        near = ~(np.abs(a.astype(float) ** b.astype(float)) < NEAR)
+        wrapped = np.zeros(a.shape, dtype=bool)
+        for x, e in (np.unique(np.stack([a[near], b[near]]), axis=1).T.tolist() if near.any() else []):
+            if not INT_MIN <= x ** e <= INT_MAX:
+                wrapped |= (a == x) & (b == e)
+        return wrapped
+    return (a == INT_MIN) & (b == -1)  # floor division
+
+
+def _check_exact(op: type, exact, a, b, result, what: str) -> None:
+    """An error if the numpy integer result of a op b wrapped (its true value does not fit 64 bits)."""
+    r = np.asarray(result)
+    if r.dtype.kind != "i":  # (unsigned: the names' values are made signed, so not expected here)
+        raise ValueError(f"{what} is not a signed 64-bit integer")
+    a, b, r = (x.astype(np.int64, copy=False) for x in np.broadcast_arrays(np.asarray(a), np.asarray(b), r))
+    wrapped = _wrapped(op, a, b, r)
+    if wrapped.any():
+        at = np.argmax(wrapped)
+        x, y = int(a.flat[at]), int(b.flat[at])
+        raise ValueError(f"{what} {_describe(exact(x, y))} does not fit in a 64-bit integer")
 
 
 def _pow_bits(a, b) -> float:
@@ -281,9 +309,10 @@ def _checked_binop(op_type: type):
             result = op(a, b)
         except OverflowError:
             raise ValueError(f"{what} is beyond 2**63 in magnitude") from None
-        if exact is not None and (_numpy_int(a) or _numpy_int(b)) and _is_int(a) and _is_int(b) \
+        if exact is not None and (_numpy(a) or _numpy(b)) and _is_int(a) and _is_int(b) \
                 and _grown(op_type, _mag(a), _mag(b)) > SAFE:
-            _check_exact(exact, a, b, what)
+            with np.errstate(all="ignore"):
+                _check_exact(op_type, exact, a, b, result, what)
         return _check(result, what)
     return checked
 
