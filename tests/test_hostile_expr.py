@@ -155,6 +155,11 @@ def _category(message: str) -> str:
     ("(k + 2**62) * 4 // 4", "does not fit in a 64-bit integer"),  # back in range at the end: still an error
     ("lane + 9223372036854775800", "does not fit in a 64-bit integer"),
     ("H * H", "does not fit in a 64-bit integer"),
+    ("(lane < 3) + MAXI", "does not fit in a 64-bit integer"),  # a numpy bool array plus a Python int
+    ("(lane % 3 + 3037000498) ** 2", "'**' result 9223372037000250000 does not fit"),  # 3037000500**2
+    ("(lane * 0 + 2) ** 63", "'**' result 9223372036854775808 does not fit"),
+    ("(lane * 0 - MAXI - 1) // (lane * 0 - 1)", "'//' result 9223372036854775808 does not fit"),
+    ("(lane * 0 - 1) * (lane * 0 - MAXI - 1)", "'*' result 9223372036854775808 does not fit"),
     ("-(lane - MAXI - 1)", "does not fit in a 64-bit integer"),
     ("abs(lane - MAXI - 1)", "does not fit in a 64-bit integer"),
     ("lane << 63", "does not fit in a 64-bit integer"),
@@ -237,6 +242,10 @@ def test_numbers_given_directly_are_checked(value, message):
 def test_values_at_the_limits_are_fine():
     assert outcome("MAXI")[1] == INT_MAX and outcome("-MAXI - 1")[1] == INT_MIN
     assert outcome("2 ** 62 + (2 ** 62 - 1)")[1] == INT_MAX
+    for text, value in [("(lane * 0 - 2) ** 63", INT_MIN), ("(lane * 0 - 1) << 63", INT_MIN),
+                        ("(lane * 0 + 3037000499) ** 2", 3037000499**2), ("(lane - MAXI) - 1", None)]:
+        got = outcome(text)[1]
+        assert np.array_equal(got, LANE - INT_MAX - 1 if value is None else np.full(32, value)), (text, got)
     assert np.array_equal(outcome("(lane + 1) ** 12")[1], (LANE + 1) ** 12)  # 32**12 = 2**60
     assert np.array_equal(outcome("H + H // 2")[1], (LANE << 57) + (LANE << 56))  # up to 2**62 + 2**61
     assert np.array_equal(outcome("(lane - 3) ** 2.0")[1], (LANE - 3) ** 2.0)  # a whole float exponent
@@ -272,6 +281,17 @@ def test_normal_expressions_take_the_fast_path(monkeypatch):
         expr = compile_expr(text, WHERE, KNOWN.__contains__, PARAMS, ITERATION)
         for gtid in (0, 2**20, 2**31):  # a block far into a large grid is no slower
             assert_real(expr({**ENV, "gtid": LANE + gtid, "block.x": gtid // 256, "k": gtid % 1000}))
+
+
+def test_the_checked_path_is_vectorised():
+    """Values just under 2**63 over a block walker's arrays (8 warps x 256 repeats x 32 lanes): each operation's
+    wrap test is a few numpy operations, not a Python int per lane."""
+    names = {**ENV, "tid": np.arange(8)[:, None, None] * 32 + LANE, "rep": np.arange(256)[:, None]}
+    for term in ["(tid * rep + 9223372036854710000) + 1", "(tid * rep + 9223372036854710000) * 1",
+                 "((tid * rep) % 2 + 3037000498) ** 2"]:
+        start = time.perf_counter()
+        kind, got = outcome("min(" + ", ".join([term] * 30) + ")", names)
+        assert kind == "value" and got.shape == (8, 256, 32) and time.perf_counter() - start < BUDGET_S
 
 
 def test_limits_follow_the_names_and_checking_stays_the_exception(monkeypatch):
