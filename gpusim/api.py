@@ -198,6 +198,7 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
     unknown = {}
     if traced:
         stream_factory.finish()
+        warnings.extend(stream_factory.warnings())  # legal but odd lines, one per kind, with the first line
         unknown = dict(sorted(stream_factory.unknown.items(), key=lambda kv: (-kv[1], kv[0])))
     infos = stream_factory.known_infos() if traced else program_infos(kernel.program)
     warning = unsupported_warning(infos, spec.name, spec.compute_capability)

@@ -465,7 +465,9 @@ def test_misaligned_addresses_are_a_counted_warning(tmp_path):
     [warning] = streams.warnings()
     assert warning.startswith(f"{path}: 4 line(s) with addresses that are not a multiple of the access width")
     assert f"first at line {line_of(text, 'LDG.E 1 R2 4 1')}, LDG.E" in warning
-    assert run(path, "a100", sms=2).metrics["smsp__inst_executed.sum"] == 40  # simulated as written
+    result = run(path, "a100", sms=2)
+    assert result.metrics["smsp__inst_executed.sum"] == 40  # simulated as written
+    assert warning in result.warnings  # and the run says so
 
 
 def test_a_memory_opcode_of_width_zero_under_a_mask_is_a_counted_warning(tmp_path):
@@ -475,7 +477,9 @@ def test_a_memory_opcode_of_width_zero_under_a_mask_is_a_counted_warning(tmp_pat
     assert f"{path}: 4 line(s) with a memory opcode, active lanes and width 0" in warning
     sectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
     valid = write(tmp_path / "v.traceg", VALID)
-    assert run(path, "a100", sms=2).metrics[sectors] < run(valid, "a100", sms=2).metrics[sectors]
+    result = run(path, "a100", sms=2)
+    assert result.metrics[sectors] < run(valid, "a100", sms=2).metrics[sectors]
+    assert any("width 0" in w for w in result.warnings)
 
 
 def test_predicated_off_and_constant_loads_are_not_odd(tmp_path):
