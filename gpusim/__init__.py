@@ -1,5 +1,23 @@
 """gpusim: a cycle-level GPU SM microarchitecture simulator."""
 
+import sys
+
+
+def _interrupted_at_start_up(kind, value, traceback) -> None:
+    """Ctrl-C while the command line is still importing: one line and the shell's code, as later (cli.main)."""
+    if issubclass(kind, KeyboardInterrupt):
+        import os
+
+        print("interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
+    sys.__excepthook__(kind, value, traceback)
+
+
+_COMMAND_LINE = ("-m", "gpusim") in zip(sys.orig_argv, sys.orig_argv[1:]) or "-mgpusim" in sys.orig_argv \
+    or sys.argv[0].endswith(("/gpusim", "\\gpusim.exe"))
+if _COMMAND_LINE:  # the command line only: a program that imports gpusim keeps its own hook
+    sys.excepthook = _interrupted_at_start_up
+
 from . import native
 
 native.use_compiled_if_current()  # before any compiled module is imported

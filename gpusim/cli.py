@@ -64,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     archs = sub.add_parser("archs", help="list the modelled architectures and their derived peaks")
     archs.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    archs.add_argument("--fields", action="store_true",
+                       help="list every arch-file field with its unit, accepted range and description instead")
 
     occ = sub.add_parser("occupancy", help="theoretical occupancy of a launch, as CUDA's calculator computes it")
     occ.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file")
@@ -140,13 +142,13 @@ def _non_finite(value, path: str = "") -> str | None:
 
 
 def _cmd_archs(args) -> int:
-    from .report.archs import arch_rows, print_arch_table
+    from .report.archs import arch_rows, field_rows, print_arch_table, print_field_table
 
-    rows = arch_rows()
+    rows = field_rows() if args.fields else arch_rows()
     if args.json:
         print(_json(rows))
     else:
-        print_arch_table(rows)
+        (print_field_table if args.fields else print_arch_table)(rows)
     return 0
 
 

@@ -175,6 +175,31 @@ def test_archs_json_lists_all_with_documented_keys():
     assert (h100["sms"], h100["l2_bytes"], h100["compute_capability"]) == (132, 50 * 2**20, "9.0")
 
 
+def test_archs_fields_state_every_number_range_and_match_the_files():
+    """`archs --fields`: every leaf field of an arch file, dotted; every numeric one states its range."""
+    import json
+
+    import yaml
+
+    proc = run_cli("archs", "--fields", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["field"]: r for r in json.loads(proc.stdout)}
+    assert rows["memory.l2.size_bytes"]["range"] and rows["structure.gpcs"]["range"].endswith("up to 64")
+    assert all(r["range"] and r["description"] for name, r in rows.items()
+               if name != "shared_memory.barrier_limit_enforced"), [n for n, r in rows.items() if not r["range"]]
+
+    def leaves(data, prefix=""):
+        for key, value in data.items():
+            if isinstance(value, dict):
+                yield from leaves(value, f"{prefix}{key}.")
+            else:
+                yield prefix + key
+
+    data = yaml.safe_load((arch_dir() / "h100.yaml").read_text())
+    data.pop("sources", None)
+    assert set(leaves(data)) <= set(rows)  # the table names the keys the files use
+
+
 def test_archs_table_prints_every_part():
     proc = run_cli("archs")
     assert proc.returncode == 0

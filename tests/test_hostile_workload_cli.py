@@ -9,6 +9,7 @@ import contextlib
 import copy
 import io
 import json
+import os
 import math
 import re
 import signal
@@ -748,3 +749,22 @@ def test_helpers_bound_time_on_a_hang():
         with _time_limit(0.2):
             while True:
                 math.sqrt(2)
+
+
+def test_ctrl_c_while_the_command_line_imports_is_one_line_and_exit_130(tmp_path):
+    """A SIGINT that lands before cli.main runs (gpusim's own imports): the same line and code, no traceback.
+    A sitecustomize makes the import of gpusim.native raise KeyboardInterrupt, deterministically."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'gpusim.native':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    proc = subprocess.run([sys.executable, "-m", "gpusim", "archs"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 130 and proc.stderr == "interrupted\n", proc.stderr
+    library = subprocess.run([sys.executable, "-c", "import gpusim"], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=60)  # a program importing gpusim keeps Python's own handling
+    assert library.returncode != 130 and "KeyboardInterrupt" in library.stderr

@@ -29,8 +29,10 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 
-from ..errors import ArchError, GpusimError
-from .spec import ArchSpec, short_repr
+from ..errors import ArchError, GpusimError, shorten
+from ..errors import one_line as _one_line
+from ..errors import shown as _shown
+from .spec import ArchSpec
 
 MAX_YAML_BYTES = 4 * 2**20
 MAX_YAML_DEPTH = 64
@@ -44,17 +46,13 @@ _CHECKOUT = Path(__file__).resolve().parents[2] / "arch"  # a source checkout / 
 
 
 def shown(text, limit: int = 80) -> str:
-    """A path or name as a message shows it: one printable line, long ones shortened in the middle."""
-    text = str(text)
-    if not text.isprintable():
-        text = text.encode("unicode_escape", "backslashreplace").decode("ascii")
-    return text if len(text) <= limit else f"{text[:limit // 2 - 2]}...{text[-(limit // 2 - 3):]}"
+    """A path, key or exception as a message shows it (errors.shown of its text)."""
+    return _shown(str(text), limit)
 
 
 def one_line(message: str) -> str:
-    """Clip a message to MAX_MESSAGE_CHARS (each part was shortened already; this is the last guard)."""
-    message = " ".join(message.split("\n"))
-    return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS - 3] + "..."
+    """The last guard on a whole message: one printable line of at most MAX_MESSAGE_CHARS."""
+    return _one_line(message, MAX_MESSAGE_CHARS)
 
 
 # --- the YAML reader ---------------------------------------------------------------------------------------
@@ -183,13 +181,13 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's event
             if not isinstance(key, (str, int, float, bool)):
                 raise _Refused(key_node.start_mark, "mapping keys must be plain scalars")
             if key in mapping.key_lines:
-                raise _Refused(key_node.start_mark, f"duplicate key {short_repr(key)} (also on line "
+                raise _Refused(key_node.start_mark, f"duplicate key {shorten(key)} (also on line "
                                                     f"{mapping.key_lines[key]})")
             try:  # deep: a list's items now, inside this try, so their errors name the key too
                 mapping[key] = self.construct_object(value_node, deep=True)
             except _Refused as exc:
                 if not exc.keyed:
-                    exc.problem, exc.keyed = f"key {short_repr(key)}: {exc.problem}", True
+                    exc.problem, exc.keyed = f"key {shorten(key)}: {exc.problem}", True
                 raise
             mapping.key_lines[key] = line
         return mapping
@@ -222,7 +220,7 @@ def read_yaml(path: Path | str, error: type[GpusimError] = GpusimError):
         fail(exc.problem, exc.problem_mark.line + 1)
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1 if isinstance(exc.position, int) else None
-        char = f": {short_repr(chr(exc.character))}" if isinstance(exc.character, int) else ""
+        char = f": {shorten(chr(exc.character))}" if isinstance(exc.character, int) else ""
         fail(f"not valid YAML ({exc.reason}{char})", line)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -245,28 +243,28 @@ def known_archs() -> list[str]:
 
 def _strict_int(value, _type):
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, got {short_repr(value)}")
+        raise TypeError(f"expected an integer, got {shorten(value)}")
     return value
 
 
 def _strict_float(value, _type):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"expected a number, got {short_repr(value)}")
+        raise TypeError(f"expected a number, got {shorten(value)}")
     try:
         return float(value)
     except OverflowError:
-        raise TypeError(f"expected a number, got {short_repr(value)}") from None
+        raise TypeError(f"expected a number, got {shorten(value)}") from None
 
 
 def _strict_str(value, _type):
     if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {short_repr(value)}")
+        raise TypeError(f"expected a string, got {shorten(value)}")
     return value
 
 
 def _strict_bool(value, _type):
     if not isinstance(value, bool):
-        raise TypeError(f"expected true or false, got {short_repr(value)}")
+        raise TypeError(f"expected true or false, got {shorten(value)}")
     return value
 
 
@@ -287,14 +285,14 @@ def _mapping_only(hook, cls):
     """A spec (clocks:, memory: l1:, ...) must be a mapping; anything else is named as such."""
     def structure(value, _type):
         if not isinstance(value, dict):
-            raise TypeError(f"expected a mapping of {cls.__name__} keys, got {short_repr(value)}")
+            raise TypeError(f"expected a mapping of {cls.__name__} keys, got {shorten(value)}")
         return hook(value, _type)
     return structure
 
 
 def _list_of_ints(value):
     if not isinstance(value, list):
-        raise TypeError(f"expected a list of integers, got {short_repr(value)}")
+        raise TypeError(f"expected a list of integers, got {shorten(value)}")
     return [_strict_int(x, int) for x in value]
 
 

@@ -13,6 +13,8 @@ import re
 import attrs
 from attrs import validators as v
 
+from ..errors import shorten
+
 __all__ = [
     "ArchSpec", "Clocks", "Structure", "SMSpec", "FrontendSpec", "SharedMemorySpec", "Pipeline", "TensorPipeline",
     "Pipelines", "L1Spec", "L2Spec", "DramSpec", "MemorySpec", "describe_fields",
@@ -21,14 +23,6 @@ __all__ = [
 
 KIB, MIB, GIB = 2**10, 2**20, 2**30
 MAX_CYCLES = 100_000  # every latency: far above any real part's, finite so a run stays bounded
-
-
-def short_repr(value, limit: int = 40) -> str:
-    """`repr(value)` for a one-line message: at most `limit` characters, never a 5,000-digit number."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
-        return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit - 15]}...({len(text)} chars)"
 
 
 class _Range:
@@ -51,10 +45,10 @@ class _Range:
         kind = (int,) if self.integer else (int, float)
         if isinstance(value, bool) or not isinstance(value, kind):
             raise ValueError(f"{attribute.name}: expected {'an integer' if self.integer else 'a number'}, "
-                             f"got {short_repr(value)}")
+                             f"got {shorten(value)}")
         above = value > self.lo if self.lo_open else value >= self.lo
         if not (above and value <= self.hi) or (self.power_of_two and value & (value - 1)):
-            raise ValueError(f"{attribute.name}: expected {self.text}, got {short_repr(value)}")
+            raise ValueError(f"{attribute.name}: expected {self.text}, got {shorten(value)}")
 
 
 def _count(hi, lo=1):
@@ -96,9 +90,9 @@ class _Text:
 
     def __call__(self, instance, attribute, value):
         if not isinstance(value, str):
-            raise ValueError(f"{attribute.name}: expected a string, got {short_repr(value)}")
+            raise ValueError(f"{attribute.name}: expected a string, got {shorten(value)}")
         if len(value) > self.limit or not value.isprintable() or (self.pattern and not self.pattern.fullmatch(value)):
-            raise ValueError(f"{attribute.name}: expected {self.text}, got {short_repr(value)}")
+            raise ValueError(f"{attribute.name}: expected {self.text}, got {shorten(value)}")
 
 
 def _field(doc: str, unit: str = "", validator=None, **kw):
@@ -173,7 +167,7 @@ class _CarveoutSteps:
     def __call__(self, instance, attribute, value):
         if not 1 <= len(value) <= 64 or any(isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= 16 * KIB
                                             for x in value):
-            raise ValueError(f"{attribute.name}: expected {self.text}, got {short_repr(list(value))}")
+            raise ValueError(f"{attribute.name}: expected {self.text}, got {shorten(list(value))}")
 
 
 @attrs.frozen

@@ -39,3 +39,33 @@ def print_arch_table(rows: list[dict]) -> None:
                       f"{r['peak_fp32_tflops']:.1f}", f"{r['peak_fp16_tensor_tflops']:.1f}",
                       f"{r['dram_bandwidth_gbs']:g}", f"{r['l2_bytes'] / 2**20:g}")
     Console(width=140).print(table)
+
+
+def field_rows() -> list[dict]:
+    """Every field of an arch file, nested ones as dotted paths: its unit, accepted range and description (the
+    schema `load_arch` validates against)."""
+    import attrs
+
+    from ..arch.spec import ArchSpec
+
+    rows = []
+
+    def walk(cls, prefix: str) -> None:
+        for a in attrs.fields(attrs.resolve_types(cls)):
+            if isinstance(a.type, type) and attrs.has(a.type):
+                walk(a.type, f"{prefix}{a.name}.")
+                continue
+            rows.append({"field": prefix + a.name, "unit": a.metadata.get("unit", ""),
+                         "range": a.metadata.get("range", ""), "description": a.metadata.get("doc", "")})
+
+    walk(ArchSpec, "")
+    return rows
+
+
+def print_field_table(rows: list[dict]) -> None:
+    table = Table(title="arch file fields (every number in arch/*.yaml is checked against its range)")
+    for col in ("field", "unit", "range", "description"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["field"], r["unit"], r["range"], r["description"])
+    Console(highlight=False).print(table)
