@@ -144,11 +144,16 @@ def check_size(kernel: Kernel, max_instructions: int | None = MAX_INSTRUCTIONS):
 def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str = DEFAULT_POLICY,
         simt: str = "stack",
         sms: int | None = None, params: dict | None = None, seed: int = 0, memory="hierarchy",
-        observer=None, max_instructions: int | None = MAX_INSTRUCTIONS, on_count=None) -> RunResult:
+        observer=None, max_instructions: int | None = MAX_INSTRUCTIONS, on_count=None,
+        progress=None) -> RunResult:
     """Simulate a workload on one architecture and return its metrics. `memory` is "hierarchy" (L1, L2, DRAM
     with latency and bandwidth), "fixed" (every access takes the L1-hit or shared latency) or a model object.
     A YAML kernel of more than `max_instructions` warp-instructions (None: no limit) is refused before it runs;
-    `on_count(mix)`, if given, hears its instruction mix (counted, or estimated: `mix.estimated`) before."""
+    `on_count(mix)`, if given, hears its instruction mix (counted, or estimated: `mix.estimated`) before.
+    `progress`, if given, hears how far the simulation is about 4 times a second and once at its end: a callable
+    `progress(blocks_retired, cycle, warp_insts)`, or an object with that as `update` and optionally
+    `start(kernel_name, blocks, warp_insts, estimated=...)` (warp_insts: the counted total, or None) and `stop()`
+    (gpusim.report.progress.Progress draws a bar)."""
     check_options(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, params=params,
                   max_instructions=max_instructions)
     seed, sms = int(seed), None if sms is None else int(sms)  # (numpy integers are accepted as plain ones)
@@ -159,8 +164,10 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
         raise GpusimError(f"--arch {shown(arch, 40)}: expected an architecture name, a path to a .yaml file "
                           f"or an ArchSpec")
     spec = load_arch(arch)
+    if progress is not None and not (callable(progress) or callable(getattr(progress, "update", None))):
+        raise GpusimError(f"progress {shorten(progress, 40)}: expected a callable or an object with update()")
     options = dict(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, observer=observer,
-                   max_instructions=max_instructions, on_count=on_count)
+                   max_instructions=max_instructions, on_count=on_count, progress=progress)
     if isinstance(workload, (str, Path)) and is_command_list(workload):
         reject_trace_params(workload, params)
         return _run_command_list(Path(workload), spec, **options)
@@ -168,7 +175,7 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
 
 
 def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, max_instructions,
-                on_count) -> RunResult:
+                on_count, progress=None) -> RunResult:
     started = time.perf_counter()
     traced = isinstance(kernel, TraceKernel)
     warnings = [] if traced else list(kernel.warnings)  # a YAML kernel's own (e.g. a launch dimension floored)
@@ -189,12 +196,18 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
     env = simpy.Environment()
     gpu = build_gpu(spec, env, kernel, scheduler=scheduler, sms=sms, memory=memory, observer=observer,
                     stream_factory=stream_factory)
+    mix = None
     if not traced:
         mix = check_size(kernel, max_instructions)
         if on_count is not None:
             on_count(mix)
-    with np.errstate(all="ignore"):  # expressions' float overflow: an inf or NaN the streams refuse, not a warning
-        cycles = gpu.run()
+    update = _progress_start(progress, kernel, gpu, mix)
+    try:
+        with np.errstate(all="ignore"):  # expressions' float overflow: an inf or NaN the streams refuse, not a warning
+            cycles = gpu.run(progress=update)
+    finally:
+        if update is not progress:
+            getattr(progress, "stop", lambda: None)()
     unknown = {}
     if traced:
         stream_factory.finish()
@@ -209,6 +222,19 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
                      simt="trace" if traced else simt,  # a trace replays the order its warps executed
                      seed=seed, params=dict(kernel.params), launch=_launch_record(kernel), metrics=metrics,
                      wall_seconds=time.perf_counter() - started, warnings=warnings, unknown_opcodes=unknown)
+
+
+def _progress_start(progress, kernel, gpu, mix):
+    """What GPU.run calls with the progress: `progress` itself, or an object's update() once its start() heard
+    the kernel's name, its blocks and its counted warp-instructions (None where not counted: traces)."""
+    update = getattr(progress, "update", None)
+    if progress is None or not callable(update):
+        return progress
+    start = getattr(progress, "start", None)
+    if callable(start):
+        start(kernel.name, gpu.dispatcher.nblocks, None if mix is None else mix.total_warp_insts,
+              estimated=mix is not None and bool(mix.estimated))
+    return update
 
 
 def _run_command_list(path: Path, spec, **options) -> RunResult:

@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default 2,000,000,000: hours at the engine's rate)")
     run.add_argument("--json", metavar="PATH", default=None, type=_json_path,
                      help="write the result record as JSON to PATH ('-': standard output, nothing else on it)")
+    run.add_argument("--quiet", action="store_true",
+                     help="no progress on stderr (by default a run of more than a second shows a progress bar on a "
+                          "terminal, a line every few seconds otherwise) and no note before a long run")
 
     bench = sub.add_parser("bench", help="simulation speed on fma_peak and a reduced gemm_tile128")
     bench.add_argument("--arch", default="h100", help="architecture (default h100)")
@@ -218,13 +221,17 @@ def _cmd_run(args) -> int:
     from .api import ENGINE_RATE, MAX_INSTRUCTIONS, size_text
 
     def announce(mix) -> None:  # a run of more than a minute says so before it starts
+        if args.quiet:
+            return
         if mix.total_warp_insts > 60 * ENGINE_RATE:
             print(f"note: {size_text(mix)} (Ctrl-C stops it)", file=sys.stderr)
+
+    from .report.progress import Progress
 
     limit = MAX_INSTRUCTIONS if args.max_instructions is None else args.max_instructions
     result = run(args.workload, args.arch, scheduler=args.scheduler, simt=args.simt, sms=args.sms,
                  params=parse_overrides(args.set), seed=args.seed, memory=args.memory, max_instructions=limit,
-                 on_count=announce)
+                 on_count=announce, progress=None if args.quiet else Progress())
     for note in result.notes:
         print(f"note: {one_line(note)}", file=sys.stderr)
     for warning in result.warnings:

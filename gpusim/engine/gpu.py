@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import time
 from typing import Any, Generator
 
 import simpy
@@ -19,6 +20,8 @@ from .sm import SM
 from .subpartition import INF
 from .timing import TimingTable
 
+POLL_STEPS = 512  # SM steps between looks at the wall clock, when a progress callback or an interrupt is given
+PROGRESS_SECONDS = 0.25  # a progress callback hears from the run at most this often (and once at the end)
 
 def sm_layout(spec, sms: int | None = None) -> list[list[list[int]]]:
     """SM indices grouped [gpc][tpc][sm]: TPCs dealt round-robin over GPCs, as evenly as the part allows."""
@@ -99,11 +102,13 @@ class GPU:
             self.end_cycle = now
         self.dispatcher.block_retired(sm, now)
 
-    def clock(self, env: Any) -> Generator[Any, Any, None]:
+    def clock(self, env: Any, poll: Any = None) -> Generator[Any, Any, None]:
         """The simpy process that drives the SMs: each SM says when it next has work (a warp can issue, a
         result arrives, a block starts); SMs due at the same cycle run in the order they were scheduled, and
         simulated time advances straight to the next such cycle. One process for all SMs keeps the event count
-        at the number of distinct busy cycles rather than one event per SM wake-up."""
+        at the number of distinct busy cycles rather than one event per SM wake-up. `poll(cycle)`, if given, is
+        called every POLL_STEPS SM steps, once every SM is done with the cycle (a safe point); when it returns
+        True the process ends there."""
         # Per SM: the cycle it is due (INF: idle) and when it was scheduled (ties go to the earlier). A scan over
         # a few dozen ints beats a heap of tuples here.
         sms = self.sms
@@ -116,6 +121,7 @@ class GPU:
             if sms[index].arrivals:
                 scheduled += 1
                 due_at[index], scheduled_as[index] = now, scheduled
+        countdown = POLL_STEPS
         while True:
             first, t, order = -1, INF, 0
             for index in range(count):
@@ -125,18 +131,53 @@ class GPU:
             if first < 0:
                 return
             if t > now:
+                if countdown <= 0 and poll is not None:
+                    countdown = POLL_STEPS
+                    if poll(now):
+                        return
                 yield env.timeout(t - now)
                 now = t
             nxt = sms[first].step(t)
+            countdown -= 1
             due_at[first] = nxt
             if nxt != INF:
                 scheduled += 1
                 scheduled_as[first] = scheduled
 
-    def run(self) -> int:
-        """Simulate until the last block retires; return the kernel's cycle count."""
+    def progress(self) -> tuple[int, int]:
+        """(blocks retired, warp-instructions issued) so far."""
+        blocks, insts = 0, 0
+        for sm in self.sms:
+            blocks += sm.counters.blocks_done
+            insts += sm.counters.inst
+        return blocks, insts
+
+    def run(self, progress: Any = None, interrupt: Any = None) -> int:
+        """Simulate until the last block retires; return the kernel's cycle count. `progress(blocks_retired,
+        cycle, warp_insts)`, if given, hears how far the run is about 4 times a second and once at the end;
+        `interrupt()`, if given, is asked every POLL_STEPS SM steps (a few milliseconds): when it returns True the
+        run stops at that cycle, `self.interrupted` is set and the cycle reached is returned."""
+        self.interrupted = False
         self.dispatcher.start(int(self.env.now))
-        self.env.process(self.clock(self.env))
+        poll = None
+        stopped: list[int] = []
+        if progress is not None or interrupt is not None:
+            next_report = time.perf_counter() + PROGRESS_SECONDS
+
+            def poll(now: int) -> bool:
+                nonlocal next_report
+                if interrupt is not None and interrupt():
+                    stopped.append(now)
+                    return True
+                if progress is not None:
+                    wall = time.perf_counter()
+                    if wall >= next_report:
+                        next_report = wall + PROGRESS_SECONDS
+                        blocks, insts = self.progress()
+                        progress(blocks, now, insts)
+                return False
+
+        self.env.process(self.clock(self.env, poll))
         # The engine makes millions of short-lived, acyclic objects; collecting cycles less often saves time.
         thresholds = gc.get_threshold()
         gc.set_threshold(100_000, 50, 100)
@@ -144,7 +185,30 @@ class GPU:
             self.env.run()
         finally:
             gc.set_threshold(*thresholds)
-        return self.end_cycle
+        cycles = self.end_cycle
+        if stopped:
+            cycles = stopped[0]
+            self.interrupted = True
+            self.settle(cycles)
+        if progress is not None:
+            blocks, insts = self.progress()
+            progress(blocks, cycles, insts)
+        return cycles
+
+    def settle(self, now: int) -> None:
+        """Bring the time-weighted counters up to `now` (a run stopped early): resident-warp intervals, and the
+        stall state of each waiting warp (warps at a barrier keep theirs uncounted)."""
+        for sm in self.sms:
+            counters = sm.counters
+            for sp in sm.sps:
+                counters.warps_changed(now, 0, sp.index)
+                stall = counters.stall
+                waiting = list(sp.ready)
+                waiting.extend(entry[2] for entry in sp.heap)
+                for warp in waiting:
+                    if warp.since < now:
+                        stall[warp.reason] += now - warp.since
+                        warp.since = now
 
 
 def build_gpu(spec, env: simpy.Environment, kernel, **options) -> GPU:

@@ -1,0 +1,136 @@
+"""Issue 13: progress on stderr."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gpusim
+from gpusim.report.progress import Progress, duration
+
+ROOT = Path(__file__).resolve().parents[1]
+VECADD = ROOT / "workloads" / "vecadd.yaml"
+# 4.2 M warp-instructions on 2 SMs (under the size that --sample auto samples): tens of seconds in full, so a
+# Ctrl-C after the first progress line (5 s in) lands during the simulation
+LONG = ["run", "workloads/microbench/fma_peak.yaml", "--arch", "h100", "--set", "iters=500", "--sms", "2"]
+
+
+def _small(**options):
+    return gpusim.run(VECADD, "h100", sms=2, params={"n": 256 * 24}, **options)
+
+
+# --- the library: progress and interrupt callbacks -------------------------------------------------------------
+
+def test_a_progress_callable_hears_the_end_of_the_run():
+    calls = []
+    result = _small(progress=lambda *args: calls.append(args))
+    m = result.metrics
+    assert calls and calls[-1] == (24, m["gpu_sim_cycle"], m["smsp__inst_executed.sum"])
+    assert all(a[0] <= b[0] and a[1] <= b[1] and a[2] <= b[2] for a, b in zip(calls, calls[1:]))
+
+
+def test_a_progress_object_hears_start_update_and_stop():
+    heard = []
+
+    class Listener:
+        def start(self, kernel, blocks, warp_insts, estimated=False):
+            heard.append(("start", kernel, blocks, warp_insts, estimated))
+
+        def update(self, blocks, cycle, insts):
+            heard.append(("update", blocks))
+
+        def stop(self):
+            heard.append(("stop",))
+
+    result = _small(progress=Listener())
+    insts = result.metrics["smsp__inst_executed.sum"]
+    assert heard[0] == ("start", "vecadd", 24, insts, False)  # the counted total is the simulated one
+    assert heard[-2] == ("update", 24) and heard[-1] == ("stop",)
+
+
+# --- the display ----------------------------------------------------------------------------------------------
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_off_a_terminal_progress_is_a_plain_line_every_few_seconds():
+    out, clock = io.StringIO(), Clock()
+    p = Progress(out, tty=False, clock=clock)
+    p.start("gemm", 1024, 61_000_000)
+    for t, blocks, cycle, insts in ((1.0, 0, 500, 70_000), (5.1, 3, 45_678, 357_000), (6.0, 4, 50_000, 420_000)):
+        clock.now = 100.0 + t
+        p.update(blocks, cycle, insts)
+    clock.now = 110.5
+    p.update(10, 90_000, 735_000)
+    p.stop()
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        "gpusim: 357,000 of 61,000,000 warp-instructions (0.6%), 3 of 1,024 blocks, cycle 45,678, "
+        "70,000 warp-inst/s, ETA 14 min",
+        "gpusim: 735,000 of 61,000,000 warp-instructions (1.2%), 10 of 1,024 blocks, cycle 90,000, "
+        "70,000 warp-inst/s, ETA 14 min"]
+
+
+def test_without_an_instruction_total_the_eta_comes_from_the_blocks():
+    out, clock = io.StringIO(), Clock()
+    p = Progress(out, tty=False, clock=clock)
+    p.start("trace", 100, None)
+    clock.now += 10
+    p.update(25, 1_000, 50_000)
+    assert out.getvalue() == "gpusim: 50,000 warp-instructions, 25 of 100 blocks, cycle 1,000, 5,000 warp-inst/s, " \
+                             "ETA 30 s\n"
+
+
+def test_on_a_terminal_a_bar_appears_after_a_second_and_goes_at_the_end():
+    out, clock = io.StringIO(), Clock()
+    p = Progress(out, tty=True, clock=clock)
+    p.start("gemm_tile128", 1024, 61_000_000)
+    clock.now += 0.5
+    p.update(0, 100, 1_000)
+    assert out.getvalue() == ""  # a short run shows nothing
+    clock.now += 1.5
+    p.update(3, 45_678, 140_000)
+    shown = out.getvalue()
+    assert "gemm_tile128" in shown and "3/1,024 blocks" in shown and "cycle 45,678" in shown
+    assert "70,000 warp-inst/s" in shown and "ETA" in shown
+    p.stop()
+    assert p._bar is None
+
+
+def test_durations():
+    assert [duration(s) for s in (5, 89, 840, 7200, 86400 * 3)] == ["5 s", "89 s", "14 min", "2.0 h", "3.0 days"]
+
+
+# --- the command line -----------------------------------------------------------------------------------------
+
+def _start(*args):
+    return subprocess.Popen([sys.executable, "-m", "gpusim", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(proc, prefix: str) -> list[str]:
+    """stderr lines up to the first that starts with `prefix` (the run is under way by then)."""
+    lines = []
+    while True:
+        line = proc.stderr.readline()
+        assert line, f"stderr ended before a line starting {prefix!r}: {lines}"
+        lines.append(line)
+        if line.startswith(prefix):
+            return lines
+
+
+def test_quiet_shows_no_progress_and_no_note():
+    proc = subprocess.run([sys.executable, "-m", "gpusim", "run", str(VECADD), "--arch", "h100", "--sms", "2",
+                           "--set", "n=6144", "--quiet", "--json", "-"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "" and json.loads(proc.stdout)["kernel"] == "vecadd"
