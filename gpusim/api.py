@@ -49,6 +49,8 @@ class RunResult:
     notes: list = attrs.field(factory=list)  # one line each (e.g. a command list's skipped memcpy lines)
     unknown_opcodes: dict = attrs.field(factory=dict)  # opcode -> warp-instructions run with the default timing
     kernels: list = attrs.field(factory=list)  # for a command list: each kernel's own record
+    partial: bool = False  # stopped early (interrupt): the metrics are the counters at the cycle reached
+    interrupted: dict | None = None  # for a partial run: {"cycle": N, "blocks_retired": k, "blocks": M}
 
     def to_dict(self) -> dict:
         """The JSON record (wall time left out, so identical runs give identical records)."""
@@ -56,6 +58,8 @@ class RunResult:
         d.pop("wall_seconds")
         if not d["kernels"]:
             d.pop("kernels")
+        if d["interrupted"] is None:  # ("partial" is always there: false for a run that finished)
+            d.pop("interrupted")
         return d
 
 
@@ -145,7 +149,7 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
         simt: str = "stack",
         sms: int | None = None, params: dict | None = None, seed: int = 0, memory="hierarchy",
         observer=None, max_instructions: int | None = MAX_INSTRUCTIONS, on_count=None,
-        progress=None) -> RunResult:
+        progress=None, interrupt=None) -> RunResult:
     """Simulate a workload on one architecture and return its metrics. `memory` is "hierarchy" (L1, L2, DRAM
     with latency and bandwidth), "fixed" (every access takes the L1-hit or shared latency) or a model object.
     A YAML kernel of more than `max_instructions` warp-instructions (None: no limit) is refused before it runs;
@@ -153,7 +157,9 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
     `progress`, if given, hears how far the simulation is about 4 times a second and once at its end: a callable
     `progress(blocks_retired, cycle, warp_insts)`, or an object with that as `update` and optionally
     `start(kernel_name, blocks, warp_insts, estimated=...)` (warp_insts: the counted total, or None) and `stop()`
-    (gpusim.report.progress.Progress draws a bar)."""
+    (gpusim.report.progress.Progress draws a bar). `interrupt()`, if given, is asked every few milliseconds: when
+    it returns True the simulation stops there and the result holds the metrics so far (`partial`,
+    `interrupted`)."""
     check_options(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, params=params,
                   max_instructions=max_instructions)
     seed, sms = int(seed), None if sms is None else int(sms)  # (numpy integers are accepted as plain ones)
@@ -166,8 +172,11 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
     spec = load_arch(arch)
     if progress is not None and not (callable(progress) or callable(getattr(progress, "update", None))):
         raise GpusimError(f"progress {shorten(progress, 40)}: expected a callable or an object with update()")
+    if interrupt is not None and not callable(interrupt):
+        raise GpusimError(f"interrupt {shorten(interrupt, 40)}: expected a callable")
     options = dict(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, observer=observer,
-                   max_instructions=max_instructions, on_count=on_count, progress=progress)
+                   max_instructions=max_instructions, on_count=on_count, progress=progress,
+                   interrupt=interrupt)
     if isinstance(workload, (str, Path)) and is_command_list(workload):
         reject_trace_params(workload, params)
         return _run_command_list(Path(workload), spec, **options)
@@ -175,7 +184,7 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
 
 
 def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, max_instructions,
-                on_count, progress=None) -> RunResult:
+                on_count, progress=None, interrupt=None) -> RunResult:
     started = time.perf_counter()
     traced = isinstance(kernel, TraceKernel)
     warnings = [] if traced else list(kernel.warnings)  # a YAML kernel's own (e.g. a launch dimension floored)
@@ -204,13 +213,17 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
     update = _progress_start(progress, kernel, gpu, mix)
     try:
         with np.errstate(all="ignore"):  # expressions' float overflow: an inf or NaN the streams refuse, not a warning
-            cycles = gpu.run(progress=update)
+            cycles = gpu.run(progress=update, interrupt=interrupt)
     finally:
         if update is not progress:
             getattr(progress, "stop", lambda: None)()
+    interrupted = None
+    if gpu.interrupted:
+        interrupted = {"cycle": cycles, "blocks_retired": gpu.progress()[0], "blocks": gpu.dispatcher.nblocks}
     unknown = {}
     if traced:
-        stream_factory.finish()
+        if interrupted is None:  # (a stopped run leaves the rest of the file unread)
+            stream_factory.finish()
         warnings.extend(stream_factory.warnings())  # legal but odd lines, one per kind, with the first line
         unknown = dict(sorted(stream_factory.unknown.items(), key=lambda kv: (-kv[1], kv[0])))
     infos = stream_factory.known_infos() if traced else program_infos(kernel.program)
@@ -221,7 +234,8 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
     return RunResult(kernel=kernel.name, arch=spec.name, scheduler=scheduler,
                      simt="trace" if traced else simt,  # a trace replays the order its warps executed
                      seed=seed, params=dict(kernel.params), launch=_launch_record(kernel), metrics=metrics,
-                     wall_seconds=time.perf_counter() - started, warnings=warnings, unknown_opcodes=unknown)
+                     wall_seconds=time.perf_counter() - started, warnings=warnings, unknown_opcodes=unknown,
+                     partial=interrupted is not None, interrupted=interrupted)
 
 
 def _progress_start(progress, kernel, gpu, mix):
@@ -254,7 +268,10 @@ def _run_command_list(path: Path, spec, **options) -> RunResult:
                 warnings.append(warning)
         for op, n in result.unknown_opcodes.items():
             unknown[op] = unknown.get(op, 0) + n
-    if len(results) == 1:
+        if result.partial:  # interrupted: the kernels after it do not run
+            break
+    kernels = sum(c.kernel is not None for c in commands)
+    if len(results) == 1 and kernels == 1:
         only = results[0]
         return attrs.evolve(only, warnings=warnings, notes=notes, wall_seconds=time.perf_counter() - started)
     records = []
@@ -267,4 +284,7 @@ def _run_command_list(path: Path, spec, **options) -> RunResult:
                      seed=options["seed"], params={}, launch={"kernels": len(results)},
                      metrics=combine_metrics([r.metrics for r in results]),
                      wall_seconds=time.perf_counter() - started, warnings=warnings, notes=notes,
-                     unknown_opcodes=dict(sorted(unknown.items(), key=lambda kv: (-kv[1], kv[0]))), kernels=records)
+                     unknown_opcodes=dict(sorted(unknown.items(), key=lambda kv: (-kv[1], kv[0]))), kernels=records,
+                     partial=results[-1].partial if results else False,
+                     interrupted=None if not results or results[-1].interrupted is None else
+                     {"kernel": len(results), "kernels": kernels, **results[-1].interrupted})

@@ -6,7 +6,10 @@ import argparse
 import json
 import math
 import re
+import signal
 import sys
+import threading
+import time
 
 from . import __version__
 from .errors import GpusimError, one_line, shorten
@@ -229,9 +232,11 @@ def _cmd_run(args) -> int:
     from .report.progress import Progress
 
     limit = MAX_INSTRUCTIONS if args.max_instructions is None else args.max_instructions
-    result = run(args.workload, args.arch, scheduler=args.scheduler, simt=args.simt, sms=args.sms,
-                 params=parse_overrides(args.set), seed=args.seed, memory=args.memory, max_instructions=limit,
-                 on_count=announce, progress=None if args.quiet else Progress())
+    with _CtrlC() as ctrl_c:
+        result = run(args.workload, args.arch, scheduler=args.scheduler, simt=args.simt, sms=args.sms,
+                     params=parse_overrides(args.set), seed=args.seed, memory=args.memory, max_instructions=limit,
+                     on_count=announce, progress=None if args.quiet else Progress(),
+                     interrupt=ctrl_c)
     for note in result.notes:
         print(f"note: {one_line(note)}", file=sys.stderr)
     for warning in result.warnings:
@@ -241,20 +246,65 @@ def _cmd_run(args) -> int:
                        f"instructions: " + ", ".join(f"{op} ({n:,} warp-inst)"
                                                      for op, n in result.unknown_opcodes.items())), file=sys.stderr)
     record = _json(result.to_dict())
+    code = 130 if result.partial else 0  # interrupted: the shell's code for SIGINT, with the metrics so far
+    mark = _interrupted_mark(result.interrupted) if result.partial else None
     if args.json == "-":
+        if mark:
+            print(mark, file=sys.stderr)
         print(record)
-        return 0
+        return code
     from .report.run_report import print_run
 
-    print_run(result)
-    if args.json:
+    if args.json:  # written first: a second Ctrl-C while the tables print still leaves the record
         try:
             with open(args.json, "w") as fh:
                 fh.write(record + "\n")
         except OSError as exc:
             raise GpusimError(f"--json {args.json}: cannot write ({exc.strerror})") from None
+    if mark:
+        print(f"{mark}: the metrics so far")
+    print_run(result)
+    if args.json:
         print(f"wrote {args.json}")
-    return 0
+    return code
+
+
+def _interrupted_mark(interrupted: dict) -> str:
+    """'interrupted at cycle N, k of M blocks retired' (', in kernel i of n' for a command list)."""
+    where = f", in kernel {interrupted['kernel']} of {interrupted['kernels']}" if "kernel" in interrupted else ""
+    return (f"interrupted at cycle {interrupted['cycle']:,}, {interrupted['blocks_retired']:,} of "
+            f"{interrupted['blocks']:,} blocks retired{where}")
+
+
+class _CtrlC:
+    """Ctrl-C (SIGINT) during a run. While the simulation asks (it calls this object every few milliseconds),
+    the first one asks it to stop at its next safe point: the run returns the metrics so far. A second one,
+    or one while nothing asks (loading, counting, a sampled run's reduced runs), interrupts at once."""
+
+    LISTENING = 1.0  # seconds since the simulation last asked within which it counts as asking
+
+    def __init__(self):
+        self.requested = False
+        self.asked = -math.inf
+        self.previous, self.installed = None, False
+
+    def __call__(self) -> bool:
+        self.asked = time.monotonic()
+        return self.requested
+
+    def handle(self, signum, frame) -> None:
+        if self.requested or time.monotonic() - self.asked > self.LISTENING:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self.previous, self.installed = signal.signal(signal.SIGINT, self.handle), True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.installed:  # (None: a handler not set from Python; Python's own goes back instead)
+            signal.signal(signal.SIGINT, signal.default_int_handler if self.previous is None else self.previous)
 
 
 def _cmd_bench(args) -> int:

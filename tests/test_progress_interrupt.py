@@ -1,9 +1,10 @@
-"""Issue 13: progress on stderr."""
+"""Issue 13: progress on stderr, and Ctrl-C keeps the metrics so far (a partial record, exit 130)."""
 
 from __future__ import annotations
 
 import io
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,9 @@ def test_a_progress_callable_hears_the_end_of_the_run():
     m = result.metrics
     assert calls and calls[-1] == (24, m["gpu_sim_cycle"], m["smsp__inst_executed.sum"])
     assert all(a[0] <= b[0] and a[1] <= b[1] and a[2] <= b[2] for a, b in zip(calls, calls[1:]))
+    assert result.partial is False and result.interrupted is None
+    record = result.to_dict()
+    assert record["partial"] is False and "interrupted" not in record
 
 
 def test_a_progress_object_hears_start_update_and_stop():
@@ -51,6 +55,49 @@ def test_a_progress_object_hears_start_update_and_stop():
     insts = result.metrics["smsp__inst_executed.sum"]
     assert heard[0] == ("start", "vecadd", 24, insts, False)  # the counted total is the simulated one
     assert heard[-2] == ("update", 24) and heard[-1] == ("stop",)
+
+
+def test_progress_and_interrupt_must_be_callable():
+    with pytest.raises(gpusim.GpusimError, match="progress"):
+        _small(progress=3)
+    with pytest.raises(gpusim.GpusimError, match="interrupt"):
+        _small(interrupt="yes")
+
+
+def test_an_interrupt_stops_the_run_with_the_metrics_so_far():
+    def _small(**options):  # long enough to be asked a few times
+        return gpusim.run(VECADD, "h100", sms=2, params={"n": 256 * 100}, **options)
+
+    full = _small()
+    asked = []
+
+    def interrupt():
+        asked.append(1)
+        return len(asked) >= 2
+
+    result = _small(interrupt=interrupt)
+    assert result.partial is True
+    stop = result.interrupted
+    assert set(stop) == {"cycle", "blocks_retired", "blocks"} and stop["blocks"] == 100
+    assert 0 < stop["cycle"] < full.metrics["gpu_sim_cycle"] and stop["blocks_retired"] < 100
+    m = result.metrics
+    assert m["gpu_sim_cycle"] == stop["cycle"]
+    assert 0 < m["smsp__inst_executed.sum"] < full.metrics["smsp__inst_executed.sum"]
+    record = json.loads(json.dumps(result.to_dict()))
+    assert record["partial"] is True and record["interrupted"] == stop
+    again = _small(interrupt=lambda: True)  # the stop point is set by simulation steps: the same every time
+    assert again.interrupted == _small(interrupt=lambda: True).interrupted
+
+
+def test_an_interrupted_command_list_runs_no_further_kernel(tmp_path):
+    trace = ROOT.parent / "shared" / "traces" / "accelsim-vectoradd" / "kernel-1.traceg"
+    if not trace.exists():
+        pytest.skip("the shared vectorAdd trace is not here")
+    (tmp_path / "kernel-1.traceg").symlink_to(trace)
+    (tmp_path / "kernelslist.g").write_text("kernel-1.traceg\nkernel-1.traceg\n")
+    result = gpusim.run(tmp_path / "kernelslist.g", "h100", sms=2, interrupt=lambda: True)
+    assert result.partial and result.interrupted["kernel"] == 1 and result.interrupted["kernels"] == 2
+    assert len(result.kernels) == 1
 
 
 # --- the display ----------------------------------------------------------------------------------------------
@@ -129,8 +176,52 @@ def _wait_for(proc, prefix: str) -> list[str]:
             return lines
 
 
+def test_ctrl_c_prints_the_metrics_so_far_writes_a_partial_record_and_exits_130(tmp_path):
+    out = tmp_path / "partial.json"
+    proc = _start(*LONG, "--json", str(out))
+    try:
+        before = _wait_for(proc, "gpusim: ")  # the plain progress line (stderr is a pipe): the simulation runs
+        assert " of 4,227,168 warp-instructions (" in before[-1] and " of 132 blocks, cycle " in before[-1]
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    head = stdout.splitlines()[0]
+    assert head.startswith("interrupted at cycle ") and head.endswith(" of 132 blocks retired: the metrics so far")
+    assert "summary" in stdout and stdout.rstrip().endswith(f"wrote {out}")
+    record = json.loads(out.read_text())
+    assert record["partial"] is True and set(record["interrupted"]) == {"cycle", "blocks_retired", "blocks"}
+    assert record["interrupted"]["cycle"] == record["metrics"]["gpu_sim_cycle"] > 0
+
+
+def test_ctrl_c_with_json_on_stdout_keeps_stdout_clean():
+    proc = _start(*LONG, "--json", "-")
+    try:
+        _wait_for(proc, "gpusim: ")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    assert json.loads(stdout)["partial"] is True  # nothing but the record
+    assert stderr.splitlines()[-1].startswith("interrupted at cycle "), stderr
+
+
+def test_a_second_ctrl_c_exits_at_once_without_a_traceback():
+    proc = _start(*LONG)
+    try:
+        _wait_for(proc, "gpusim: ")
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+
+
 def test_quiet_shows_no_progress_and_no_note():
     proc = subprocess.run([sys.executable, "-m", "gpusim", "run", str(VECADD), "--arch", "h100", "--sms", "2",
                            "--set", "n=6144", "--quiet", "--json", "-"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and proc.stderr == "" and json.loads(proc.stdout)["kernel"] == "vecadd"
+    assert proc.returncode == 0 and proc.stderr == "" and json.loads(proc.stdout)["partial"] is False
