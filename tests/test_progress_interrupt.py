@@ -1,7 +1,9 @@
-"""Issue 13: progress on stderr, and Ctrl-C keeps the metrics so far (a partial record, exit 130)."""
+"""Issue 13: progress on stderr, Ctrl-C keeps the metrics so far (a partial record, exit 130), and retired blocks
+are freed during a run (no reference cycle between a block and its warps)."""
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import signal
@@ -225,3 +227,20 @@ def test_quiet_shows_no_progress_and_no_note():
                            "--set", "n=6144", "--quiet", "--json", "-"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stderr == "" and json.loads(proc.stdout)["partial"] is False
+
+
+# --- memory: retired blocks are freed --------------------------------------------------------------------------
+
+def test_retired_blocks_are_freed_during_the_run():
+    """A block and its warps refer to each other; the engine breaks that when the block retires, so reference
+    counting frees it at once. With the cycle collector off, any block left would still be there at the end."""
+    gc.collect()
+    gc.disable()
+    try:
+        result = gpusim.run(VECADD, "t4", sms=2, params={"n": 256 * 400}, memory="fixed")
+        blocks = sum(type(o).__name__ == "Block" for o in gc.get_objects())
+        warps = sum(type(o).__name__ == "Warp" for o in gc.get_objects())
+    finally:
+        gc.enable()
+    assert result.metrics["launch__grid_size"] == 400
+    assert blocks == 0 and warps == 0, (blocks, warps)

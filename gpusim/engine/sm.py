@@ -80,6 +80,10 @@ class SM:
         if block.arrived:
             self.release_barrier_if_complete(block, now - 1)
         if block.live == 0:
+            # a block and its warps refer to each other: break the cycle, so that reference counting frees them
+            # now (GPU.run collects cycles rarely; a long run would otherwise keep every retired block)
+            block.warps = []
+            block.arrived = []
             self.resident_blocks -= 1
             self.running_blocks -= 1
             self.counters.blocks_done += 1
