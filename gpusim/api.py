@@ -6,6 +6,7 @@ command list (`kernelslist.g`: its kernels run one after another, each on a fres
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -22,6 +23,10 @@ from .trace import TraceKernel, is_command_list, is_trace, load_trace, read_comm
 from .workload import Kernel, kernel_mix, load_workload
 from .workload.kernel import check_override
 from .workload.opcodes import unsupported_warning
+from .sampling.plan import SAMPLE_MODES, Plan, hot_loops, make_plan, with_trips
+from .sampling import parallel
+from .sampling.runner import INSTRUCTION_CHECK, point_kernel, project
+from .trace.mix import trace_mix
 from .workload.program import program_infos
 
 SIMT_MODES = ("stack", "its")
@@ -49,6 +54,7 @@ class RunResult:
     notes: list = attrs.field(factory=list)  # one line each (e.g. a command list's skipped memcpy lines)
     unknown_opcodes: dict = attrs.field(factory=dict)  # opcode -> warp-instructions run with the default timing
     kernels: list = attrs.field(factory=list)  # for a command list: each kernel's own record
+    sampling: dict | None = None  # what was simulated in detail and what projected (see gpusim.sampling)
     partial: bool = False  # stopped early (interrupt): the metrics are the counters at the cycle reached
     interrupted: dict | None = None  # for a partial run: {"cycle": N, "blocks_retired": k, "blocks": M}
 
@@ -58,6 +64,8 @@ class RunResult:
         d.pop("wall_seconds")
         if not d["kernels"]:
             d.pop("kernels")
+        if d["sampling"] is None:
+            d.pop("sampling")
         if d["interrupted"] is None:  # ("partial" is always there: false for a run that finished)
             d.pop("interrupted")
         return d
@@ -149,11 +157,13 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
         simt: str = "stack",
         sms: int | None = None, params: dict | None = None, seed: int = 0, memory="hierarchy",
         observer=None, max_instructions: int | None = MAX_INSTRUCTIONS, on_count=None,
-        progress=None, interrupt=None) -> RunResult:
+        sample: str = "auto", progress=None, interrupt=None) -> RunResult:
     """Simulate a workload on one architecture and return its metrics. `memory` is "hierarchy" (L1, L2, DRAM
     with latency and bandwidth), "fixed" (every access takes the L1-hit or shared latency) or a model object.
     A YAML kernel of more than `max_instructions` warp-instructions (None: no limit) is refused before it runs;
     `on_count(mix)`, if given, hears its instruction mix (counted, or estimated: `mix.estimated`) before.
+    `sample`: "auto" (a kernel of more than AUTO_THRESHOLD warp-instructions is simulated in part and projected,
+    see gpusim.sampling), "on" (sampled whatever its size, where it can be) or "off" (simulated in full).
     `progress`, if given, hears how far the simulation is about 4 times a second and once at its end: a callable
     `progress(blocks_retired, cycle, warp_insts)`, or an object with that as `update` and optionally
     `start(kernel_name, blocks, warp_insts, estimated=...)` (warp_insts: the counted total, or None) and `stop()`
@@ -170,12 +180,14 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
         raise GpusimError(f"--arch {shown(arch, 40)}: expected an architecture name, a path to a .yaml file "
                           f"or an ArchSpec")
     spec = load_arch(arch)
+    if sample not in SAMPLE_MODES:
+        raise GpusimError(f"--sample {shown(sample, 40)}: expected {', '.join(SAMPLE_MODES)}")
     if progress is not None and not (callable(progress) or callable(getattr(progress, "update", None))):
         raise GpusimError(f"progress {shorten(progress, 40)}: expected a callable or an object with update()")
     if interrupt is not None and not callable(interrupt):
         raise GpusimError(f"interrupt {shorten(interrupt, 40)}: expected a callable")
     options = dict(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, observer=observer,
-                   max_instructions=max_instructions, on_count=on_count, progress=progress,
+                   max_instructions=max_instructions, on_count=on_count, sample=sample, progress=progress,
                    interrupt=interrupt)
     if isinstance(workload, (str, Path)) and is_command_list(workload):
         reject_trace_params(workload, params)
@@ -184,7 +196,7 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
 
 
 def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, max_instructions,
-                on_count, progress=None, interrupt=None) -> RunResult:
+                on_count, sample="off", block_limit=None, progress=None, interrupt=None) -> RunResult:
     started = time.perf_counter()
     traced = isinstance(kernel, TraceKernel)
     warnings = [] if traced else list(kernel.warnings)  # a YAML kernel's own (e.g. a launch dimension floored)
@@ -204,12 +216,30 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
         stream_factory = None
     env = simpy.Environment()
     gpu = build_gpu(spec, env, kernel, scheduler=scheduler, sms=sms, memory=memory, observer=observer,
-                    stream_factory=stream_factory)
+                    stream_factory=stream_factory, block_limit=block_limit)
     mix = None
-    if not traced:
-        mix = check_size(kernel, max_instructions)
+    if not traced and block_limit is None:
+        mix = check_size(kernel, max_instructions if sample == "off" else None)
         if on_count is not None:
             on_count(mix)
+    if block_limit is None and sample != "off":
+        plan = sampling_plan(kernel, gpu, mix, sample)
+        if plan.sampled:
+            result = _run_sampled(kernel, spec, plan, mix, started, list(warnings), scheduler=scheduler, simt=simt,
+                                  sms=sms, seed=seed, memory=memory, observer=observer, progress=progress,
+                                  interrupt=interrupt)
+            unsettled = sampling_unsettled(result.sampling) if not result.partial else ""
+            if sample == "on" or not unsettled:
+                return result
+            full = _run_kernel(kernel, spec, scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory,
+                               observer=observer, max_instructions=max_instructions, on_count=None, sample="off",
+                               progress=progress, interrupt=interrupt)
+            note = f"--sample auto: {unsettled}; simulated in full"
+            return attrs.evolve(full, warnings=full.warnings + [note],
+                                sampling={"method": "full", "detail": note, "rejected_sample": result.sampling},
+                                wall_seconds=time.perf_counter() - started)
+        if mix is not None and max_instructions is not None:
+            check_size(kernel, max_instructions)  # a kernel that cannot be sampled keeps the size limit
     update = _progress_start(progress, kernel, gpu, mix)
     try:
         with np.errstate(all="ignore"):  # expressions' float overflow: an inf or NaN the streams refuse, not a warning
@@ -221,7 +251,7 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
     if gpu.interrupted:
         interrupted = {"cycle": cycles, "blocks_retired": gpu.progress()[0], "blocks": gpu.dispatcher.nblocks}
     unknown = {}
-    if traced:
+    if traced and block_limit is None:
         if interrupted is None:  # (a stopped run leaves the rest of the file unread)
             stream_factory.finish()
         warnings.extend(stream_factory.warnings())  # legal but odd lines, one per kind, with the first line
@@ -235,6 +265,8 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
                      simt="trace" if traced else simt,  # a trace replays the order its warps executed
                      seed=seed, params=dict(kernel.params), launch=_launch_record(kernel), metrics=metrics,
                      wall_seconds=time.perf_counter() - started, warnings=warnings, unknown_opcodes=unknown,
+                     sampling=None if block_limit is not None else
+                     {"method": "full", "detail": plan.reason if sample != "off" else "--sample off"},
                      partial=interrupted is not None, interrupted=interrupted)
 
 
@@ -249,6 +281,108 @@ def _progress_start(progress, kernel, gpu, mix):
         start(kernel.name, gpu.dispatcher.nblocks, None if mix is None else mix.total_warp_insts,
               estimated=mix is not None and bool(mix.estimated))
     return update
+
+
+def sampling_plan(kernel, gpu, mix, sample: str) -> Plan:
+    """The runs that stand for `kernel` on `gpu` (see gpusim.sampling.plan); the hot loop's cost per trip
+    count from the instruction mix of the kernel with that many trips."""
+    wave = gpu.occupancy.blocks_per_sm * len(gpu.sms)
+    if isinstance(kernel, TraceKernel):
+        total, cost = trace_mix(kernel)[0].total_warp_insts, None
+    else:
+        total = mix.total_warp_insts
+        loops, _ = hot_loops(kernel)
+
+        @functools.lru_cache(maxsize=None)
+        def cost(trips: int) -> int:
+            return kernel_mix(with_trips(kernel, loops, trips), steps=PREFLIGHT_STEPS).total_warp_insts
+
+    return make_plan(kernel, wave, total, sample, cost)
+
+
+def sampling_unsettled(record: dict) -> str:
+    """Why a sampled record should not stand ('' when it may): no steady state, or blocks not alike."""
+    steady = record.get("steady_state")
+    if steady is not None and not steady["settled"]:
+        early, late = steady["cycles_per_trip"]
+        return f"no steady state (cycles per loop trip {early:,.0f} then {late:,.0f})"
+    off = record.get("projected_vs_exact_warp_instructions", 0.0)
+    if off > INSTRUCTION_CHECK:
+        return f"the blocks are not alike (projected warp-instructions {off:.1%} off the exact count)"
+    return ""
+
+
+def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, *, progress=None, interrupt=None,
+                 **options) -> RunResult:
+    """The plan's reduced runs, each a full simulation of a reduced kernel (side by side on the cores this
+    process may use, see gpusim.sampling.parallel), and the record projected from them."""
+    points = plan.points
+    update = getattr(progress, "update", progress)
+    start = getattr(progress, "start", None)
+    if callable(start):
+        start(f"{kernel.name} (sampled: {len(points)} reduced runs)", sum(p.blocks for p in points),
+              sum(p.warp_insts for p in points))
+
+    def one(index: int, report=None) -> RunResult:
+        point = points[index]
+        return _run_kernel(point_kernel(kernel, plan, point), spec, max_instructions=None, on_count=None,
+                           sample="off", block_limit=point.blocks, progress=report, interrupt=None, **options)
+
+    def worker(index: int) -> RunResult:
+        done = [0]
+
+        def report(blocks: int, cycle: int, insts: int) -> None:
+            parallel.report_done(insts - done[0])
+            done[0] = insts
+
+        return one(index, report)
+
+    order = sorted(range(len(points)), key=lambda i: -points[i].warp_insts)  # the longest first
+    blocks_done = [0]
+
+    def waiting(insts: int) -> bool:
+        if callable(update):
+            update(blocks_done[0], 0, insts)
+        return interrupt is not None and bool(interrupt())
+
+    try:
+        results = parallel.map_runs(worker, len(points), parallel.default_jobs(len(points)), order, waiting)
+        if results is None:  # one core: one after another, here
+            results, base = [], [0, 0]
+            for index in range(len(points)):
+                def report(blocks: int, cycle: int, insts: int) -> None:
+                    if callable(update):
+                        update(base[0] + blocks, cycle, base[1] + insts)
+
+                result = _run_kernel(point_kernel(kernel, plan, points[index]), spec, max_instructions=None,
+                                     on_count=None, sample="off", block_limit=points[index].blocks,
+                                     progress=report, interrupt=interrupt, **options)
+                if result.partial:
+                    raise parallel.RunsInterrupted
+                results.append(result)
+                base[0] += points[index].blocks
+                base[1] += result.metrics["smsp__inst_executed.sum"]
+    except parallel.RunsInterrupted:
+        return RunResult(kernel=kernel.name, arch=spec.name, scheduler=options["scheduler"], simt=options["simt"],
+                         seed=options["seed"], params=dict(kernel.params), launch=_launch_record(kernel), metrics={},
+                         wall_seconds=time.perf_counter() - started, warnings=warnings, partial=True,
+                         interrupted={"cycle": 0, "blocks_retired": 0, "blocks": kernel.launch.nblocks},
+                         sampling={"method": plan.method, "detail": plan.reason + "; interrupted before the "
+                                   "reduced runs finished: nothing to project"})
+    finally:
+        stop = getattr(progress, "stop", None)
+        if callable(stop):
+            stop()
+    exact = trace_mix(kernel)[0] if isinstance(kernel, TraceKernel) else mix
+    metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
+                                    None if exact.estimated else exact.total_warp_insts,
+                                    None if exact.estimated else exact.total_thread_insts)
+    last = results[-1]
+    for w in last.warnings + more:
+        if w not in warnings:
+            warnings.append(w)
+    return attrs.evolve(last, params=dict(kernel.params), launch=_launch_record(kernel), metrics=metrics,
+                        warnings=warnings, wall_seconds=time.perf_counter() - started, sampling=record)
 
 
 def _run_command_list(path: Path, spec, **options) -> RunResult:

@@ -107,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true",
                      help="no progress on stderr (by default a run of more than a second shows a progress bar on a "
                           "terminal, a line every few seconds otherwise) and no note before a long run")
+    run.add_argument("--sample", default="auto", choices=["auto", "on", "off"],
+                     help="sampled simulation: simulate reduced runs (fewer loop trips, the tail wave and one full "
+                          "wave) and project the rest; auto (default) samples kernels of more than 5,000,000 "
+                          "warp-instructions, on samples any kernel that has a steady state, off simulates in full")
 
     bench = sub.add_parser("bench", help="simulation speed on fma_peak and a reduced gemm_tile128")
     bench.add_argument("--arch", default="h100", help="architecture (default h100)")
@@ -222,11 +226,12 @@ def _cmd_run(args) -> int:
     from .workload import parse_overrides
 
     from .api import ENGINE_RATE, MAX_INSTRUCTIONS, size_text
+    from .sampling.plan import AUTO_THRESHOLD
 
     def announce(mix) -> None:  # a run of more than a minute says so before it starts
         if args.quiet:
             return
-        if mix.total_warp_insts > 60 * ENGINE_RATE:
+        if mix.total_warp_insts > 60 * ENGINE_RATE and (args.sample == "off" or mix.total_warp_insts <= AUTO_THRESHOLD):
             print(f"note: {size_text(mix)} (Ctrl-C stops it)", file=sys.stderr)
 
     from .report.progress import Progress
@@ -235,7 +240,7 @@ def _cmd_run(args) -> int:
     with _CtrlC() as ctrl_c:
         result = run(args.workload, args.arch, scheduler=args.scheduler, simt=args.simt, sms=args.sms,
                      params=parse_overrides(args.set), seed=args.seed, memory=args.memory, max_instructions=limit,
-                     on_count=announce, progress=None if args.quiet else Progress(),
+                     on_count=announce, sample=args.sample, progress=None if args.quiet else Progress(),
                      interrupt=ctrl_c)
     for note in result.notes:
         print(f"note: {one_line(note)}", file=sys.stderr)
@@ -261,9 +266,12 @@ def _cmd_run(args) -> int:
                 fh.write(record + "\n")
         except OSError as exc:
             raise GpusimError(f"--json {args.json}: cannot write ({exc.strerror})") from None
-    if mark:
+    if mark and not result.metrics:  # a sampled run stopped before its reduced runs finished
+        print(f"{mark}: {result.sampling['detail']}" if result.sampling else mark)
+    elif mark:
         print(f"{mark}: the metrics so far")
-    print_run(result)
+    if result.metrics:
+        print_run(result)
     if args.json:
         print(f"wrote {args.json}")
     return code

@@ -66,6 +66,12 @@ def print_run(result) -> None:
         if key in m:
             value = m[key] / 1e9 if key.endswith("per_second") else m[key]
             rows.append((label, fmt.format(value)))
+    sampling = result.sampling or {}
+    if sampling.get("method", "full") != "full":
+        rows.append(("sampled (the rest projected)", f"{sampling['method']}, {sampling['simulated_warp_instructions']:,} "
+                                                     f"warp-inst simulated, error ~{sampling['error_estimate_pct']:.1f}%"))
+    elif sampling:
+        rows.append(("sampled", f"no, simulated in full ({plain(sampling['detail'])})"))
     for row in rows:
         summary.add_row(*row)
     console.print(summary)

@@ -1,0 +1,76 @@
+"""The reduced runs of a sampling plan, on several cores where the machine has them.
+
+The runs are independent simulations, each seeded as the full run is, so their results (and the projection) are
+the same whether they run one after another or side by side. Workers are forked (the loaded kernel and arch are
+inherited, not pickled); they ignore SIGINT, so Ctrl-C reaches the parent alone, which stops them. Where fork is
+not available, or one core is, the runs go one after another in this process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from typing import Any, Callable
+
+_TASK: Callable[[int], Any] | None = None  # what a forked worker runs (inherited from the parent)
+_DONE: Any = None  # warp-instructions the workers have simulated so far (shared, for the parent's progress)
+
+
+def default_jobs(runs: int) -> int:
+    """One worker per core this process may use, at most one per run."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, runs))
+
+
+class RunsInterrupted(Exception):
+    """The parent was asked to stop (Ctrl-C) while the workers ran; they have been stopped."""
+
+
+def _initialise() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _call(index: int):
+    assert _TASK is not None
+    return _TASK(index)
+
+
+def report_done(warp_insts: int) -> None:
+    """From a worker: `warp_insts` more simulated (the parent's progress display reads the sum)."""
+    if _DONE is not None:
+        with _DONE.get_lock():
+            _DONE.value += warp_insts
+
+
+def map_runs(task: Callable[[int], Any], count: int, jobs: int, order: list[int],
+             on_wait: Callable[[int], bool] | None = None) -> list | None:
+    """[task(0), ..., task(count - 1)], `order` saying which to start first (the longest). `on_wait(done)`, if
+    given, is called a few times a second with the warp-instructions the workers have simulated so far; when it
+    returns True the workers are stopped and RunsInterrupted raised. None: this machine runs them one after
+    another (one core, or no fork): the caller does."""
+    global _TASK, _DONE
+    if jobs <= 1 or count <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return None  # the caller runs them in this process
+    context = multiprocessing.get_context("fork")
+    _TASK, _DONE = task, context.Value("q", 0)
+    results: list = [None] * count
+    try:
+        with context.Pool(min(jobs, count), initializer=_initialise) as pool:
+            pending = {i: pool.apply_async(_call, (i,)) for i in order}
+            while pending:
+                for i in [i for i, r in pending.items() if r.ready()]:
+                    results[i] = pending.pop(i).get()
+                if not pending:
+                    break
+                if on_wait is not None and on_wait(_DONE.value):
+                    pool.terminate()
+                    raise RunsInterrupted
+                time.sleep(0.1)
+    finally:
+        _TASK, _DONE = None, None
+    return results

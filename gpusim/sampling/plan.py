@@ -1,0 +1,169 @@
+"""Which reduced simulations stand for a kernel (a sampling plan), and the kernels they run (pure).
+
+The method is steady-state projection, the principle of PKA's Principal Kernel Projection (Avalos Baddouh et
+al., MICRO 2021: once a kernel's throughput is stable the rest of it is projected, not simulated), measured
+by difference between reduced runs that keep what sets a kernel's time:
+
+* **Loop trips.** The hot loop of a YAML program (its top-level loops whose trip count is the same for every
+  warp and the largest of the program's) runs for n_a and n_b trips instead of N; everything else (grid,
+  waves, prologue, epilogue, addresses) is as written. The difference between the two runs is what n_b - n_a
+  trips of the steady state cost, with every resident block competing as at full size; a third, shorter run
+  (n_c) checks that the cost per trip has settled (`auto` runs the kernel in full when it has not).
+* **Waves.** A grid of B blocks on a GPU holding W at once runs as ceil(B / W) waves, the last one holding
+  r = B - W * (waves - 1) blocks. The runs keep the grid's first r and r + W blocks: the tail wave alone and
+  one full wave before it, so the tail is simulated as it runs, not averaged away; the difference is what
+  one full wave costs. Blocks must be alike: the projected instruction count is checked against the exact
+  one (the mix's), and `auto` runs the kernel in full when they differ by more than 1%.
+
+With both, four runs (two wave counts x two trip counts) give every count bilinearly. Instruction counts
+that the mix gives exactly stay exact; everything time-based is projected (see project.py).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ..workload.expr import compile_expr
+from ..workload.program import If, Loop
+
+SAMPLE_MODES = ("auto", "on", "off")
+AUTO_THRESHOLD = 5_000_000  # warp-instructions: `auto` samples kernels above this (about a minute at full detail)
+BUDGET = 1_500_000  # warp-instructions the reduced runs may simulate together (the largest first to go)
+MIN_TRIPS = 8  # a loop of fewer trips is not sampled (too little to gain, and no steady state to find)
+MIN_FULL_WAVES = 2  # waves are sampled when at least this many full waves precede the tail
+SETTLED = 0.10  # the cost per trip between the short and middle runs vs the middle and long ones: within 10%
+
+
+@attrs.frozen
+class Point:
+    """One reduced run: the grid's first `blocks` blocks, the sampled loops at `trips` trips (None: as written)."""
+    blocks: int
+    trips: int | None
+    waves: int  # full waves before the tail wave (the wave factor's coordinate)
+    role: str  # "projection" or "check"
+    warp_insts: int = 0  # expected: the grid's share of the mix at this many trips (for progress and ordering)
+
+
+@attrs.frozen
+class Plan:
+    method: str  # "loop trips and waves", "loop trips", "waves" or "full"
+    reason: str  # why this method (for "full": why not sampled)
+    blocks: int  # the launch's
+    wave_blocks: int  # resident at once on the whole GPU
+    tail_blocks: int
+    full_waves: int  # before the tail
+    loop_lines: tuple[int, ...] = ()
+    trips: int | None = None  # the sampled loops' trips as written
+    points: tuple[Point, ...] = ()
+
+    @property
+    def sampled(self) -> bool:
+        return bool(self.points)
+
+
+def hot_loops(kernel) -> tuple[list[Loop], int | None]:
+    """The program's top-level loops (inside top-level ifs too) whose trip count is a constant, with the
+    largest such count: the hot loop and any loop of the same count (they scale together)."""
+    found: list[Loop] = []
+
+    def visit(nodes) -> None:
+        for node in nodes:
+            if type(node) is Loop and node.count.constant is not None:
+                found.append(node)
+            elif type(node) is If:
+                visit(node.then)
+                visit(node.orelse)
+
+    visit(getattr(kernel, "program", ()))
+    counts = [int(n.count.constant) for n in found if float(n.count.constant).is_integer()]
+    if not counts:
+        return [], None
+    top = max(counts)
+    return [n for n in found if n.count.constant == top], top
+
+
+def with_trips(kernel, loops: list[Loop], trips: int):
+    """The kernel with `loops` running `trips` trips each (the rest of the program as written)."""
+    chosen = {id(n) for n in loops}
+
+    def rewrite(nodes):
+        out = []
+        for node in nodes:
+            if type(node) is Loop and id(node) in chosen:
+                count = compile_expr(trips, node.count.where, lambda name: False)
+                node = attrs.evolve(node, count=count)
+            elif type(node) is If:
+                node = attrs.evolve(node, then=rewrite(node.then), orelse=rewrite(node.orelse))
+            out.append(node)
+        return tuple(out)
+
+    return attrs.evolve(kernel, program=rewrite(kernel.program), address_cache={}, register_cache={})
+
+
+def make_plan(kernel, wave_blocks: int, total_insts: int, mode: str, cost=None) -> Plan:
+    """The runs that stand for `kernel` under `--sample mode`. `wave_blocks`: blocks resident at once on the
+    GPU; `total_insts`: its warp-instructions; `cost(trips)`: warp-instructions of the whole grid at `trips`
+    trips of the hot loop (counted by the caller from the mix)."""
+    blocks = kernel.launch.nblocks
+    tail = blocks % wave_blocks or wave_blocks
+    full_waves = (blocks - tail) // wave_blocks
+    base = dict(blocks=blocks, wave_blocks=wave_blocks, tail_blocks=tail, full_waves=full_waves)
+    if mode == "off":
+        return Plan("full", "--sample off", **base)
+    if mode == "auto" and total_insts <= AUTO_THRESHOLD:
+        return Plan("full", f"{total_insts:,} warp-instructions, at most {AUTO_THRESHOLD:,}: simulated in full "
+                            f"(--sample on samples it)", **base)
+    sample_waves = full_waves >= MIN_FULL_WAVES
+    loops, trips = hot_loops(kernel)
+    sample_trips = trips is not None and trips >= MIN_TRIPS and cost is not None
+    uneven = sample_trips and not _even_trips(cost, trips)
+    sample_trips = sample_trips and not uneven
+    if not (sample_waves or sample_trips):
+        why = [f"{blocks:,} blocks make {full_waves} full wave(s) of {wave_blocks:,} before the tail"]
+        if uneven:
+            why.append(f"its longest constant loop ({trips} trips) does not issue the same work every trip")
+        else:
+            why.append("no loop of a constant count of at least {MIN_TRIPS} trips" if trips is None or cost is None
+                       else f"its longest constant loop takes {trips} trips (< {MIN_TRIPS})")
+        return Plan("full", "no steady state to sample: " + "; ".join(why).replace("{MIN_TRIPS}", str(MIN_TRIPS)),
+                    **base)
+    wave_points = [(tail, 0), (tail + wave_blocks, 1)] if sample_waves else [(blocks, full_waves)]
+    if not sample_trips:
+        points = tuple(Point(b, None, w, "projection", round(total_insts * b / blocks)) for b, w in wave_points)
+        return Plan("waves", f"{full_waves} full waves of {wave_blocks:,} blocks and a tail of {tail:,}", **base,
+                    points=points)
+    # trips: the largest n_b (n_a = n_b / 2, check n_c = n_b / 4) the budget allows, at most N / 2
+    n_b = 4
+    while 2 * n_b <= trips // 2 and _points_cost(cost, blocks, wave_points, 2 * n_b) <= BUDGET:
+        n_b *= 2
+    n_a, n_c = n_b // 2, n_b // 4
+    points = []
+    for b, w in wave_points:
+        points += [Point(b, n, w, "projection", round(cost(n) * b / blocks)) for n in (n_a, n_b)]
+    b, w = wave_points[0]
+    points.append(Point(b, n_c, w, "check", round(cost(n_c) * b / blocks)))
+    method = "loop trips and waves" if sample_waves else "loop trips"
+    lines = tuple(n.line for n in loops)
+    reason = f"the loop{'s' if len(lines) > 1 else ''} at line{'s' if len(lines) > 1 else ''} " \
+             f"{', '.join(map(str, lines))} ({trips} trips) at {n_c}, {n_a} and {n_b} trips"
+    if sample_waves:
+        reason += f"; {full_waves} full waves of {wave_blocks:,} blocks and a tail of {tail:,}"
+    return Plan(method, reason, **base, loop_lines=lines, trips=trips, points=tuple(points))
+
+
+def _even_trips(cost, trips: int) -> bool:
+    """Whether every trip of the hot loop issues the same warp-instructions (within 1%): the first trips, the
+    middle ones and the last (a loop whose work shrinks or grows by trip has no steady state to project)."""
+    first = cost(2) - cost(1)
+    rest = (cost(trips) - cost(2)) / (trips - 2)
+    middle = (cost(trips // 2 + 1) - cost(trips // 2))
+    return first > 0 and abs(rest - first) <= 0.01 * first and abs(middle - first) <= 0.01 * first
+
+
+def _points_cost(cost, blocks: int, wave_points, n_b: int) -> float:
+    """Warp-instructions of the runs: n_b / 2 and n_b trips at every wave point, n_b / 4 at the first."""
+    total = sum(b / blocks * (cost(n_b) + cost(n_b // 2)) for b, _ in wave_points)
+    return total + wave_points[0][0] / blocks * cost(n_b // 4)
+
+
+__all__ = ["AUTO_THRESHOLD", "BUDGET", "Plan", "Point", "SAMPLE_MODES", "hot_loops", "make_plan", "with_trips"]

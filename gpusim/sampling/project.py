@@ -1,0 +1,119 @@
+"""Projecting a kernel's metrics from reduced simulations (pure math, no engine).
+
+Each reduced run is a *point* of a sampling factor: a number of loop trips (every trip of the sampled loops
+as the steady state runs it) or a number of full waves before the tail wave. Along one factor, a count that
+the kernel accumulates (cycles, instructions, sectors, bytes, stall cycles) is linear once the steady state
+is reached, so two points give it at the full size by extrapolation; two factors give it bilinearly (project
+along trips at each wave count, then along waves). A rate or ratio is never extrapolated: it is recomputed
+from the projected counts it is made of (IPC from instructions and cycles, a hit rate from hits and
+sectors), so every projected rate is one the projected counts imply.
+"""
+
+from __future__ import annotations
+
+from ..stats.counters import REASONS
+
+# A ratio metric R = X / Y where Y is an additive metric of the record (X = R * Y is then additive too)
+RATIO_OVER = {
+    "gpu_ipc": "gpu_sim_cycle",
+    "gpu__inst_executed_per_cycle": "gpu_sim_cycle",
+    "sm__inst_executed.avg.per_cycle_active": "sm__cycles_active.avg",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "sm__cycles_active.avg",
+    "smsp__thread_inst_executed_per_inst_executed.ratio": "smsp__inst_executed.sum",
+    "smsp__average_warp_latency_per_inst_issued.ratio": "smsp__inst_executed.sum",
+    "gpusim__fp32_flop.per_second": "gpu__time_duration.sum",
+    "gpusim__tensor_flop.per_second": "gpu__time_duration.sum",
+    "dram__bytes.sum.per_second": "gpu__time_duration.sum",
+    "l1tex__data_pipe_lsu_wavefronts.avg.per_cycle_elapsed": "gpu_sim_cycle",
+    "l1tex__t_sector_hit_rate.pct": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "gpusim__sectors_per_request_global_ld": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "lts__t_sector_hit_rate.pct": "lts__t_sectors.sum",
+    **{f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": "smsp__inst_executed.sum" for r in REASONS},
+}
+# Ratios over the sub-partitions' active cycles, which the record holds only through the issue-active ratio:
+# sp_active = 100 * instructions / smsp__issue_active.avg.pct_of_peak_sustained_active.
+ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+RATIO_OVER_SP_ACTIVE = ("smsp__warps_eligible.avg.per_cycle_active", "smsp__warps_active.avg.per_cycle_active")
+SP_ACTIVE = "gpusim__sp_active_cycles"  # a helper quantity of the projection, not in the record
+# Averages whose weights the record does not hold: the largest point's value (its steady state) is kept.
+STEADY_STATE_VALUE = ("gpusim__load_latency_l1_hit", "gpusim__load_latency_l2_hit", "gpusim__load_latency_dram")
+# Bounded above by a maximum, not a sum: the largest point's value.
+MAXIMUM = ("gpusim__max_resident_blocks_per_sm", "sm__maximum_warps_per_active_cycle_pct")
+
+
+def extrapolate(x0: float, y0: float, x1: float, y1: float, x: float) -> float:
+    """The line through (x0, y0) and (x1, y1) at x."""
+    if x1 == x0:
+        return y1
+    return y1 + (y1 - y0) * (x - x1) / (x1 - x0)
+
+
+def additive(metrics: dict) -> dict:
+    """The record's metrics as additive quantities: every count as it is, every ratio R = X / Y as X."""
+    out = {}
+    for key, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        over = RATIO_OVER.get(key)
+        if over is not None:
+            out[key] = value * metrics.get(over, 0)
+        elif key == ISSUE_ACTIVE or key in RATIO_OVER_SP_ACTIVE:
+            continue
+        else:
+            out[key] = value
+    inst, issue = metrics.get("smsp__inst_executed.sum", 0), metrics.get(ISSUE_ACTIVE, 0)
+    sp_active = 100.0 * inst / issue if issue else 0.0
+    out[SP_ACTIVE] = sp_active
+    for key in RATIO_OVER_SP_ACTIVE:
+        if key in metrics:
+            out[key] = metrics[key] * sp_active
+    return out
+
+
+def ratios(sums: dict) -> dict:
+    """Back from additive quantities to the record's metrics (the inverse of `additive`)."""
+    out = {}
+    sp_active = sums.get(SP_ACTIVE, 0.0)
+    for key, value in sums.items():
+        if key == SP_ACTIVE:
+            continue
+        over = RATIO_OVER.get(key)
+        if over is not None:
+            y = sums.get(over, 0)
+            out[key] = value / y if y else 0.0
+        elif key in RATIO_OVER_SP_ACTIVE:
+            out[key] = value / sp_active if sp_active else 0.0
+        else:
+            out[key] = value
+    if SP_ACTIVE in sums:
+        out[ISSUE_ACTIVE] = 100.0 * sums.get("smsp__inst_executed.sum", 0) / sp_active if sp_active else 0.0
+    return out
+
+
+def project_line(points: list[tuple[float, dict]], x: float) -> dict:
+    """Additive quantities at x from the last two points (x, sums) of one factor, extrapolated linearly;
+    a count that would turn negative (a fixed part larger than the steady state implies) is held at 0."""
+    (x0, a), (x1, b) = points[-2], points[-1]
+    out = {}
+    for key, y1 in b.items():
+        y0 = a.get(key, y1)
+        if key in STEADY_STATE_VALUE or key in MAXIMUM:
+            out[key] = max(y0, y1) if key in MAXIMUM else y1
+            continue
+        value = extrapolate(x0, y0, x1, y1, x)
+        out[key] = value if value > 0 or y1 <= 0 else 0.0
+    return out
+
+
+def as_record(sums: dict, like: dict) -> dict:
+    """The record's metrics from projected additive quantities, in the order of `like` (a point's record),
+    integers where `like` holds integers."""
+    values = ratios(sums)
+    out = {}
+    for key, sample in like.items():
+        value = values.get(key, sample)
+        if isinstance(sample, bool) or not isinstance(sample, (int, float)):
+            out[key] = sample  # not a number (a metric an arch lacks): as the point has it
+        else:
+            out[key] = int(round(value)) if type(sample) is int else float(value)
+    return out

@@ -1,0 +1,100 @@
+"""Run a sampling plan's reduced simulations and project the kernel's record from them."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .plan import SETTLED, Plan, Point, with_trips
+from .project import additive, as_record, extrapolate, project_line
+
+# Counts the mix gives exactly, and the additive quantities (see project.additive) that equal them
+EXACT_WARP_INSTS = ("smsp__inst_executed.sum", "gpu__inst_executed_per_cycle")
+EXACT_THREAD_INSTS = ("smsp__thread_inst_executed.sum", "gpu_sim_insn", "gpu_ipc",
+                      "smsp__thread_inst_executed_per_inst_executed.ratio")
+INSTRUCTION_CHECK = 0.01  # projected vs exact instruction count: beyond 1% the blocks are not alike
+
+
+def point_kernel(kernel, plan: Plan, point: Point):
+    if point.trips is None:
+        return kernel
+    from .plan import hot_loops
+
+    loops, _ = hot_loops(kernel)
+    return with_trips(kernel, loops, point.trips)
+
+
+def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int | None,
+            exact_thread_insts: int | None) -> tuple[dict, dict, list[str]]:
+    """(the kernel's metrics, the record's "sampling" object, warnings) from the points' metrics."""
+    warnings: list[str] = []
+    sums = {p: additive(m) for p, m in results}
+    projection = [p for p, _ in results if p.role == "projection"]
+    by_wave: dict[int, list[Point]] = {}
+    for p in projection:
+        by_wave.setdefault(p.waves, []).append(p)
+    per_wave = []
+    for waves, points in sorted(by_wave.items()):
+        points.sort(key=lambda p: p.trips or 0)
+        if plan.trips is not None:
+            per_wave.append((waves, project_line([(p.trips, sums[p]) for p in points], plan.trips)))
+        else:
+            per_wave.append((waves, sums[points[-1]]))
+    projected = project_line(per_wave, plan.full_waves) if len(per_wave) > 1 else per_wave[0][1]
+
+    record: dict = {"method": plan.method, "detail": plan.reason}
+    steady, error = None, 0.0
+    checks = [p for p, _ in results if p.role == "check"]
+    cycles = projected.get("gpu_sim_cycle", 0)
+    if checks and plan.trips is not None:
+        check = checks[0]
+        line = sorted(by_wave[check.waves], key=lambda p: p.trips)
+        (a, b), c = line, check
+        ya, yb, yc = (sums[p].get("gpu_sim_cycle", 0) for p in (a, b, c))
+        per_trip_late = (yb - ya) / (b.trips - a.trips)
+        per_trip_early = (ya - yc) / (a.trips - c.trips)
+        change = abs(per_trip_late - per_trip_early) / per_trip_late if per_trip_late > 0 else float("inf")
+        steady = {"cycles_per_trip": [round(per_trip_early, 1), round(per_trip_late, 1)],
+                  "trips": [c.trips, a.trips, b.trips], "change": round(change, 4), "settled": change <= SETTLED}
+        # half the difference between projecting this wave point from its later and its earlier pair of runs
+        early = extrapolate(c.trips, yc, a.trips, ya, plan.trips)
+        late = extrapolate(a.trips, ya, b.trips, yb, plan.trips)
+        error = abs(late - early) / 2 / late if late > 0 else 0.0
+    if exact_warp_insts is not None:
+        simulated = projected.get("smsp__inst_executed.sum", 0)
+        off = abs(simulated - exact_warp_insts) / exact_warp_insts if exact_warp_insts else 0.0
+        record["projected_vs_exact_warp_instructions"] = round(off, 5)
+        if off > INSTRUCTION_CHECK:
+            warnings.append(f"sampling: the projection gives {simulated:,.0f} warp-instructions against the exact "
+                            f"{exact_warp_insts:,} ({off:.1%} off): the blocks or trips are not alike, so the "
+                            f"projected cycles are uncertain (--sample off simulates in full)")
+            error = max(error, off)
+        for key in EXACT_WARP_INSTS:
+            projected[key] = exact_warp_insts
+    if exact_thread_insts is not None:
+        for key in EXACT_THREAD_INSTS:
+            projected[key] = exact_thread_insts
+    like = results[-1][1] if not checks else next(m for p, m in results if p is projection[-1])
+    metrics = as_record(projected, like)
+    record.update({
+        "simulated_runs": [{"blocks": p.blocks, "trips": p.trips, "full_waves_before_tail": p.waves,
+                            "role": p.role, "cycles": m.get("gpu_sim_cycle"),
+                            "warp_instructions": m.get("smsp__inst_executed.sum")} for p, m in results],
+        "simulated_warp_instructions": sum(m.get("smsp__inst_executed.sum", 0) for _, m in results),
+        "blocks": plan.blocks, "blocks_per_wave": plan.wave_blocks, "tail_blocks": plan.tail_blocks,
+        "full_waves_before_tail": plan.full_waves,
+        "loop_lines": list(plan.loop_lines), "loop_trips": plan.trips,
+        "steady_state": steady,
+        "error_estimate_pct": round(100 * error, 2),
+        "exact": sorted({"smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "gpu_sim_insn",
+                         "smsp__thread_inst_executed_per_inst_executed.ratio"} & set(metrics))
+        if exact_warp_insts is not None else [],
+        "projected": "every other metric: counts extrapolated, rates recomputed from the projected counts",
+    })
+    if cycles:
+        record["projected_cycles"] = metrics.get("gpu_sim_cycle")
+    return metrics, record, warnings
+
+
+def run_plan(kernel, plan: Plan, simulate: Callable[[object, int], dict]) -> list[tuple[Point, dict]]:
+    """Each point's metrics: `simulate(kernel, block_limit)` runs one reduced kernel."""
+    return [(p, simulate(point_kernel(kernel, plan, p), p.blocks)) for p in plan.points]

@@ -1,0 +1,138 @@
+"""Sampled simulation (issue 13): the plan a kernel gets, the projection against full runs on small sizes, exact
+counts staying exact, determinism, and the record and table saying what was simulated and what projected."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpusim import GpusimError
+from gpusim.api import run
+from gpusim.sampling.plan import AUTO_THRESHOLD, hot_loops, make_plan, with_trips
+from gpusim.sampling.project import additive, as_record, extrapolate, project_line
+from gpusim.workload import kernel_mix, load_workload
+
+from .conftest import ROOT, run_cli
+
+GEMM = ROOT / "workloads/gemm_tile128.yaml"
+VECADD = ROOT / "workloads/vecadd.yaml"
+SMALL_GEMM = dict(M=512, N=256, K=1024)  # 8 blocks, a K loop of 32 trips
+
+
+def full_and_sampled(workload, arch, **options):
+    full = run(workload, arch, sample="off", max_instructions=None, **options)
+    sampled = run(workload, arch, sample="on", max_instructions=None, **options)
+    return full, sampled
+
+
+def rel(a, b):
+    return abs(a - b) / b
+
+
+# --- the plan ---------------------------------------------------------------------------------------------------
+def test_the_hot_loop_is_the_longest_constant_top_level_loop():
+    kernel = load_workload(GEMM, SMALL_GEMM)
+    loops, trips = hot_loops(kernel)
+    assert trips == 32 and [loop.line for loop in loops] == [37]
+    shorter = with_trips(kernel, loops, 4)
+    full, four = kernel_mix(kernel), kernel_mix(shorter)
+    per_trip = (full.total_warp_insts - four.total_warp_insts) / 28
+    assert per_trip == 58 * 8 * kernel.launch.nblocks  # 58 warp-instructions a trip, 8 warps a block
+    assert shorter.launch == kernel.launch  # grid, waves and addresses as written
+
+
+def test_plans_by_mode_and_shape():
+    kernel = load_workload(GEMM, SMALL_GEMM)
+    cost = lambda trips: kernel_mix(with_trips(kernel, hot_loops(kernel)[0], trips)).total_warp_insts  # noqa: E731
+    off = make_plan(kernel, 396, 10**9, "off", cost)
+    assert off.method == "full" and not off.sampled
+    small = make_plan(kernel, 396, AUTO_THRESHOLD, "auto", cost)
+    assert small.method == "full" and "at most" in small.reason
+    on = make_plan(kernel, 396, 10**6, "on", cost)
+    assert on.method == "loop trips" and on.sampled
+    trips = sorted(p.trips for p in on.points)
+    assert trips[0] * 4 == trips[-1] <= 16 and all(p.blocks == 8 for p in on.points)
+    # 8 blocks on 2 resident slots: 3 full waves before a tail of 2: both factors, four runs and a check
+    both = make_plan(kernel, 2, 10**9, "auto", cost)
+    assert both.method == "loop trips and waves" and both.tail_blocks == 2 and both.full_waves == 3
+    assert sorted({p.blocks for p in both.points}) == [2, 4] and len(both.points) == 5
+
+
+def test_a_kernel_without_a_steady_state_runs_in_full_and_says_why():
+    result = run(ROOT / "workloads/microbench/divergence.yaml", "h100", sample="on")  # one partial wave
+    assert result.sampling["method"] == "full" and "no steady state to sample" in result.sampling["detail"]
+
+
+# --- the projection -----------------------------------------------------------------------------------------------
+def test_projection_math_recomputes_ratios_from_projected_counts():
+    assert extrapolate(2, 10, 4, 20, 32) == 160
+    a = {"gpu_sim_cycle": 100, "smsp__inst_executed.sum": 50, "gpu__inst_executed_per_cycle": 0.5,
+         "lts__t_sectors.sum": 10, "lts__t_sector_hit_rate.pct": 50.0}
+    b = {"gpu_sim_cycle": 200, "smsp__inst_executed.sum": 150, "gpu__inst_executed_per_cycle": 0.75,
+         "lts__t_sectors.sum": 30, "lts__t_sector_hit_rate.pct": 80.0}
+    out = as_record(project_line([(1, additive(a)), (2, additive(b))], 4), b)
+    assert out["gpu_sim_cycle"] == 400 and out["smsp__inst_executed.sum"] == 350
+    assert out["gpu__inst_executed_per_cycle"] == pytest.approx(350 / 400)
+    # hits 5 -> 24 -> 62 of 10 -> 30 -> 70 sectors: the marginal rate (95%) pulls the projected rate up
+    assert out["lts__t_sector_hit_rate.pct"] == pytest.approx(100 * 62 / 70)
+    assert type(out["gpu_sim_cycle"]) is int and type(out["lts__t_sector_hit_rate.pct"]) is float
+
+
+@pytest.mark.parametrize("arch", ["h100", "a100"])
+def test_loop_sampling_matches_the_full_run(arch):
+    full, sampled = full_and_sampled(GEMM, arch, params=SMALL_GEMM)
+    f, s = full.metrics, sampled.metrics
+    assert sampled.sampling["method"] == "loop trips"
+    assert rel(s["gpu_sim_cycle"], f["gpu_sim_cycle"]) <= 0.03
+    assert rel(s["sm__inst_executed.avg.per_cycle_active"], f["sm__inst_executed.avg.per_cycle_active"]) <= 0.03
+    for key in ("l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct"):
+        assert abs(s[key] - f[key]) <= 2.0, key
+    assert rel(s["dram__bytes.sum"], f["dram__bytes.sum"]) <= 0.03
+    for key in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "gpu_sim_insn",
+                "smsp__thread_inst_executed_per_inst_executed.ratio"):
+        assert s[key] == f[key], key  # exact counts stay exact
+    assert sampled.sampling["simulated_warp_instructions"] < f["smsp__inst_executed.sum"]
+    assert sampled.sampling["steady_state"]["settled"]
+
+
+def test_wave_sampling_models_the_tail_and_matches_the_full_run():
+    """vecadd on 4 SMs: 8 blocks resident per SM, 32 at once; 200 blocks = 6 full waves and a tail of 8."""
+    params = dict(n=200 * 256)
+    full, sampled = full_and_sampled(VECADD, "h100", params=params, sms=4)
+    assert sampled.sampling["method"] == "waves"
+    assert (sampled.sampling["tail_blocks"], sampled.sampling["full_waves_before_tail"]) == (8, 6)
+    assert sorted(r["blocks"] for r in sampled.sampling["simulated_runs"]) == [8, 40]
+    f, s = full.metrics, sampled.metrics
+    assert rel(s["gpu_sim_cycle"], f["gpu_sim_cycle"]) <= 0.05
+    assert s["smsp__inst_executed.sum"] == f["smsp__inst_executed.sum"]
+    assert s["launch__grid_size"] == 200 and s["dram__bytes.sum"] == pytest.approx(f["dram__bytes.sum"], rel=0.03)
+
+
+def test_sampled_runs_are_deterministic():
+    a = run(GEMM, "h100", params=SMALL_GEMM, sample="on")
+    b = run(GEMM, "h100", params=SMALL_GEMM, sample="on")
+    assert json.dumps(a.to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)
+
+
+# --- the record and the command line ------------------------------------------------------------------------------
+def test_the_record_and_table_say_what_was_sampled(tmp_path):
+    out = tmp_path / "r.json"
+    proc = run_cli("run", str(GEMM), "--arch", "h100", "--set", "M=512", "--set", "N=256", "--set", "K=1024",
+                   "--sample", "on", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "sampled" in proc.stdout and "loop trips" in proc.stdout and "error ~" in proc.stdout
+    record = json.loads(out.read_text())
+    sampling = record["sampling"]
+    assert {"method", "detail", "simulated_runs", "simulated_warp_instructions", "error_estimate_pct", "exact",
+            "projected", "steady_state"} <= set(sampling)
+    full = json.loads(run_cli("run", str(GEMM), "--arch", "h100", "--set", "M=512", "--set", "N=256", "--set",
+                              "K=1024", "--sample", "off", "--json", "-").stdout)
+    assert full["sampling"] == {"method": "full", "detail": "--sample off"}
+
+
+def test_a_bad_sample_mode_is_one_line():
+    with pytest.raises(GpusimError, match="--sample sometimes: expected auto, on, off"):
+        run(GEMM, "h100", sample="sometimes")
+    proc = run_cli("run", str(GEMM), "--arch", "h100", "--sample", "sometimes")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
