@@ -329,20 +329,19 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                            sample="off", block_limit=point.blocks, progress=report, interrupt=None, **options)
 
     def worker(index: int) -> RunResult:
-        done = [0]
+        done = [0, 0]
 
         def report(blocks: int, cycle: int, insts: int) -> None:
-            parallel.report_done(insts - done[0])
-            done[0] = insts
+            parallel.report_done(insts - done[0], blocks - done[1])
+            done[:] = insts, blocks
 
         return one(index, report)
 
     order = sorted(range(len(points)), key=lambda i: -points[i].warp_insts)  # the longest first
-    blocks_done = [0]
 
-    def waiting(insts: int) -> bool:
+    def waiting(insts: int, blocks: int) -> bool:
         if callable(update):
-            update(blocks_done[0], 0, insts)
+            update(blocks, 0, insts)
         return interrupt is not None and bool(interrupt())
 
     try:

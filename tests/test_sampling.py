@@ -136,3 +136,32 @@ def test_a_bad_sample_mode_is_one_line():
         run(GEMM, "h100", sample="sometimes")
     proc = run_cli("run", str(GEMM), "--arch", "h100", "--sample", "sometimes")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_reduced_runs_side_by_side_give_the_record_run_one_after_another(monkeypatch):
+    from gpusim.sampling import parallel
+
+    side_by_side = run(GEMM, "h100", params=SMALL_GEMM, sample="on")
+    monkeypatch.setattr(parallel, "default_jobs", lambda runs: 1)
+    in_turn = run(GEMM, "h100", params=SMALL_GEMM, sample="on")
+    assert side_by_side.to_dict() == in_turn.to_dict()
+
+
+def test_progress_hears_the_reduced_runs():
+    class Recorder:
+        def __init__(self):
+            self.starts, self.updates, self.stopped = [], [], False
+
+        def start(self, kernel, blocks, warp_insts, estimated=False):
+            self.starts.append((kernel, blocks, warp_insts))
+
+        def update(self, blocks, cycle, insts):
+            self.updates.append(insts)
+
+        def stop(self):
+            self.stopped = True
+
+    recorder = Recorder()
+    result = run(GEMM, "h100", params=SMALL_GEMM, sample="on", progress=recorder)
+    [(name, blocks, planned)] = recorder.starts
+    assert "sampled" in name and planned == result.sampling["simulated_warp_instructions"] and recorder.stopped

@@ -85,5 +85,13 @@ def print_run(result) -> None:
         if value:
             stalls.add_row(reason, f"{value:.2f}", f"{100 * value / total:.1f}%")
     console.print(stalls)
-    console.print(f"simulated in {result.wall_seconds:.2f} s: {m['smsp__inst_executed.sum'] / max(result.wall_seconds, 1e-9):,.0f} "
-                  f"warp-instructions/s, {m['gpu_sim_cycle'] / max(result.wall_seconds, 1e-9):,.0f} cycles/s")
+    wall = max(result.wall_seconds, 1e-9)
+    sampling = result.sampling or {}
+    if sampling.get("simulated_warp_instructions"):  # sampled: the rate of what was simulated, and the gain
+        simulated = sampling["simulated_warp_instructions"]
+        console.print(f"simulated in {result.wall_seconds:.2f} s: {simulated:,} of {m['smsp__inst_executed.sum']:,} "
+                      f"warp-instructions in {len(sampling['simulated_runs'])} reduced runs "
+                      f"({simulated / wall:,.0f} warp-instructions/s), the rest projected")
+        return
+    console.print(f"simulated in {result.wall_seconds:.2f} s: {m['smsp__inst_executed.sum'] / wall:,.0f} "
+                  f"warp-instructions/s, {m['gpu_sim_cycle'] / wall:,.0f} cycles/s")
