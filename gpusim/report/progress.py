@@ -90,7 +90,8 @@ class Progress:
 
         bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(),
                   *(TextColumn(f"{{task.fields[{name}]}}", markup=False) for name in ("blocks", "cycle", "rate", "eta")),
-                  console=Console(file=self.file, force_terminal=True), transient=True, auto_refresh=False)
+                  console=Console(file=self.file, force_terminal=True), transient=True, auto_refresh=False,
+                  redirect_stdout=False)  # standard output stays the program's own (`--json -`: the record)
         bar.start()
         task = bar.add_task(shown(self.kernel, 30), total=self.total or self.blocks or 1,
                             blocks="", cycle="", rate="", eta="")
