@@ -150,7 +150,8 @@ def check_size(kernel: Kernel, max_instructions: int | None = MAX_INSTRUCTIONS):
         f"its loops take {'about ' if mix.estimated else ''}{mix.trips:,} trips (issuing {mix.total_warp_insts:,} " \
         f"warp-instructions)"
     raise GpusimError(f"{kernel.source}: {shorten(kernel.name, 40)}: {what}; the limit is {max_instructions:,} "
-                      f"(--max-instructions N / max_instructions=N raises it; sampling is planned, issue 13)")
+                      f"(--max-instructions N / max_instructions=N raises it; --sample auto or on simulates a part and "
+                      f"projects the rest where the kernel has a steady state)")
 
 
 def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str = DEFAULT_POLICY,
@@ -224,6 +225,11 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
             on_count(mix)
     if block_limit is None and sample != "off":
         plan = sampling_plan(kernel, gpu, mix, sample)
+        simulated = sum(p.warp_insts for p in plan.points)
+        if plan.sampled and max_instructions is not None and simulated > max_instructions:
+            raise GpusimError(f"{kernel.source}: {shorten(kernel.name, 40)}: sampled ({plan.method}), its reduced "
+                              f"runs still take {simulated:,} warp-instructions; the limit is {max_instructions:,} "
+                              f"(--max-instructions N / max_instructions=N raises it)")
         if plan.sampled:
             result = _run_sampled(kernel, spec, plan, mix, started, list(warnings), scheduler=scheduler, simt=simt,
                                   sms=sms, seed=seed, memory=memory, observer=observer, progress=progress,

@@ -92,11 +92,14 @@ def test_a_loop_of_a_trillion_trips_is_counted_arithmetically_and_refused(tmp_pa
     started = time.perf_counter()
     mix = kernel_mix(load_workload(path))
     assert mix.total_warp_insts == 10**12 + 1 and not mix.estimated
-    message = _error(run, path, "h100")
+    message = _error(run, path, "h100", sample="off")
     assert time.perf_counter() - started < 5
     assert str(path) in message and "1,000,000,000,001 warp-instructions" in message
     assert f"~{ENGINE_RATE:,} warp-instructions/s" in message and "days" in message
-    assert "--max-instructions" in message and "issue 13" in message
+    assert "--max-instructions" in message and "--sample auto or on" in message
+    sampled = run(path, "h100")  # by default (--sample auto) its steady state is simulated and the rest projected
+    assert sampled.sampling["method"] == "loop trips" and sampled.metrics["smsp__inst_executed.sum"] == 10**12 + 1
+    assert sampled.metrics["gpu_sim_cycle"] >= 10**12  # at most one warp-instruction a cycle: one warp
 
 
 def test_a_loop_whose_body_reads_its_index_is_estimated_within_the_budget(tmp_path):
@@ -106,7 +109,7 @@ def test_a_loop_whose_body_reads_its_index_is_estimated_within_the_budget(tmp_pa
     mix = kernel_mix(load_workload(path), steps=50_000)
     assert time.perf_counter() - started < 5
     assert mix.estimated and abs(mix.total_warp_insts - 10**12) < 10**9
-    assert "about 1,000,000,000,000 warp-instructions" in _error(run, path, "h100")
+    assert "about 1,000,000,000,000 warp-instructions" in _error(run, path, "h100", sample="off")
 
 
 @pytest.mark.parametrize("inner", ["{loop: 0, body: [{op: FADD, dst: r1}]}", "{exit: 'lane > 99'}",
@@ -174,7 +177,7 @@ def test_max_instructions_raises_and_lowers_the_limit():
 
 def test_cli_refuses_a_huge_kernel_in_one_line(tmp_path):
     path = _file(tmp_path, "  - loop: 1000000000000\n    body: [{op: FADD, dst: r1}]\n")
-    proc = run_cli("run", str(path), "--arch", "h100")  # (one real process: what a user sees)
+    proc = run_cli("run", str(path), "--arch", "h100", "--sample", "off")  # (one real process: what a user sees)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "warp-instructions" in proc.stderr
     code, _, err = _cli("run", str(ROOT / "workloads/microbench/fma_chain.yaml"), "--arch", "h100",
                         "--max-instructions", "10")

@@ -31,7 +31,6 @@ from yaml.constructor import SafeConstructor
 
 from ..errors import ArchError, GpusimError, shorten
 from ..errors import one_line as _one_line
-from ..errors import shown as _shown
 from .spec import ArchSpec
 
 MAX_YAML_BYTES = 4 * 2**20
@@ -46,8 +45,12 @@ _CHECKOUT = Path(__file__).resolve().parents[2] / "arch"  # a source checkout / 
 
 
 def shown(text, limit: int = 80) -> str:
-    """A path, key or exception as a message shows it (errors.shown of its text)."""
-    return _shown(str(text), limit)
+    """A path, key or exception as a message shows it: one printable line (escaped, unquoted), long ones
+    shortened in the middle (a path's end names the file)."""
+    text = str(text)
+    if not text.isprintable():
+        text = text.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return text if len(text) <= limit else f"{text[:limit // 2 - 2]}...{text[-(limit // 2 - 3):]}"
 
 
 def one_line(message: str) -> str:
