@@ -23,7 +23,7 @@ from .trace import TraceKernel, is_command_list, is_trace, load_trace, read_comm
 from .workload import Kernel, kernel_mix, load_workload
 from .workload.kernel import check_override
 from .workload.opcodes import unsupported_warning
-from .sampling.plan import SAMPLE_MODES, Plan, hot_loops, make_plan, with_trips
+from .sampling.plan import MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, hot_loops, make_plan, with_trips
 from .sampling import parallel
 from .sampling.runner import INSTRUCTION_CHECK, point_kernel, project
 from .trace.mix import trace_mix
@@ -224,6 +224,8 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
         if on_count is not None:
             on_count(mix)
     if block_limit is None and sample != "off":
+        if traced and trace_waves(kernel, gpu) >= MIN_FULL_WAVES_ALONE:  # counting costs a third of simulating
+            mix = trace_mix(kernel)[0]
         plan = sampling_plan(kernel, gpu, mix, sample)
         simulated = sum(p.warp_insts for p in plan.points)
         if plan.sampled and max_instructions is not None and simulated > max_instructions:
@@ -244,7 +246,7 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
             return attrs.evolve(full, warnings=full.warnings + [note],
                                 sampling={"method": "full", "detail": note, "rejected_sample": result.sampling},
                                 wall_seconds=time.perf_counter() - started)
-        if mix is not None and max_instructions is not None:
+        if not traced and max_instructions is not None:
             check_size(kernel, max_instructions)  # a kernel that cannot be sampled keeps the size limit
     update = _progress_start(progress, kernel, gpu, mix)
     try:
@@ -289,12 +291,18 @@ def _progress_start(progress, kernel, gpu, mix):
     return update
 
 
+def trace_waves(kernel, gpu) -> int:
+    """Full waves before the tail wave of `kernel`'s launch on `gpu`."""
+    wave = gpu.occupancy.blocks_per_sm * len(gpu.sms)
+    return (kernel.launch.nblocks - 1) // wave
+
+
 def sampling_plan(kernel, gpu, mix, sample: str) -> Plan:
     """The runs that stand for `kernel` on `gpu` (see gpusim.sampling.plan); the hot loop's cost per trip
     count from the instruction mix of the kernel with that many trips."""
     wave = gpu.occupancy.blocks_per_sm * len(gpu.sms)
-    if isinstance(kernel, TraceKernel):
-        total, cost = trace_mix(kernel)[0].total_warp_insts, None
+    if isinstance(kernel, TraceKernel):  # (mix: counted by the caller where waves can be sampled, else None)
+        total, cost = None if mix is None else mix.total_warp_insts, None
     else:
         total = mix.total_warp_insts
         loops, _ = hot_loops(kernel)
@@ -310,8 +318,9 @@ def sampling_unsettled(record: dict) -> str:
     """Why a sampled record should not stand ('' when it may): no steady state, or blocks not alike."""
     steady = record.get("steady_state")
     if steady is not None and not steady["settled"]:
-        early, late = steady["cycles_per_trip"]
-        return f"no steady state (cycles per loop trip {early:,.0f} then {late:,.0f})"
+        unit = "loop trip" if "cycles_per_trip" in steady else "wave"
+        early, late = steady.get("cycles_per_trip") or steady["cycles_per_wave"]
+        return f"no steady state (cycles per {unit} {early:,.0f} then {late:,.0f})"
     off = record.get("projected_vs_exact_warp_instructions", 0.0)
     if off > INSTRUCTION_CHECK:
         return f"the blocks are not alike (projected warp-instructions {off:.1%} off the exact count)"
@@ -378,10 +387,10 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         stop = getattr(progress, "stop", None)
         if callable(stop):
             stop()
-    exact = trace_mix(kernel)[0] if isinstance(kernel, TraceKernel) else mix
+    exact = mix is not None and not mix.estimated
     metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
-                                    None if exact.estimated else exact.total_warp_insts,
-                                    None if exact.estimated else exact.total_thread_insts)
+                                    mix.total_warp_insts if exact else None,
+                                    mix.total_thread_insts if exact else None)
     last = results[-1]
     for w in last.warnings + more:
         if w not in warnings:

@@ -102,7 +102,7 @@ def test_wave_sampling_models_the_tail_and_matches_the_full_run():
     full, sampled = full_and_sampled(VECADD, "h100", params=params, sms=4)
     assert sampled.sampling["method"] == "waves"
     assert (sampled.sampling["tail_blocks"], sampled.sampling["full_waves_before_tail"]) == (8, 6)
-    assert sorted(r["blocks"] for r in sampled.sampling["simulated_runs"]) == [8, 40]
+    assert sorted(r["blocks"] for r in sampled.sampling["simulated_runs"]) == [40, 72, 136]  # the tail after 1, 2, 4
     f, s = full.metrics, sampled.metrics
     assert rel(s["gpu_sim_cycle"], f["gpu_sim_cycle"]) <= 0.05
     assert s["smsp__inst_executed.sum"] == f["smsp__inst_executed.sum"]
@@ -165,3 +165,27 @@ def test_progress_hears_the_reduced_runs():
     result = run(GEMM, "h100", params=SMALL_GEMM, sample="on", progress=recorder)
     [(name, blocks, planned)] = recorder.starts
     assert "sampled" in name and planned == result.sampling["simulated_warp_instructions"] and recorder.stopped
+
+
+def test_a_trace_samples_its_waves(tmp_path):
+    """The shared vectorAdd trace with its 196 blocks repeated 4 times (784 blocks; 12 full waves of 64 on 8 SMs
+    and a tail of 16): sampled within 5% of the full run, instruction counts exact."""
+    import re
+
+    source = ROOT.parent / "shared" / "traces" / "accelsim-vectoradd" / "kernel-1.traceg"
+    if not source.exists():
+        pytest.skip("the shared vectorAdd trace is not here")
+    head, _, body = source.read_text().partition("#BEGIN_TB")
+    blocks = body.split("#BEGIN_TB")
+    parts = [head.replace("-grid dim = (196,1,1)", "-grid dim = (784,1,1)")]
+    for copy in range(4):
+        for block in blocks:
+            index = int(re.search(r"thread block = (\d+),0,0", block).group(1))
+            parts.append("#BEGIN_TB" + block.replace(f"thread block = {index},0,0",
+                                                     f"thread block = {index + 196 * copy},0,0", 1))
+    trace = tmp_path / "kernel-1.traceg"
+    trace.write_text("".join(parts))
+    full, sampled = full_and_sampled(trace, "h100", sms=8)
+    assert sampled.sampling["method"] == "waves" and sampled.sampling["steady_state"]["settled"]
+    assert rel(sampled.metrics["gpu_sim_cycle"], full.metrics["gpu_sim_cycle"]) <= 0.05
+    assert sampled.metrics["smsp__inst_executed.sum"] == full.metrics["smsp__inst_executed.sum"]

@@ -10,9 +10,11 @@ by difference between reduced runs that keep what sets a kernel's time:
   trips of the steady state cost, with every resident block competing as at full size; a third, shorter run
   (n_c) checks that the cost per trip has settled (`auto` runs the kernel in full when it has not).
 * **Waves.** A grid of B blocks on a GPU holding W at once runs as ceil(B / W) waves, the last one holding
-  r = B - W * (waves - 1) blocks. The runs keep the grid's first r and r + W blocks: the tail wave alone and
-  one full wave before it, so the tail is simulated as it runs, not averaged away; the difference is what
-  one full wave costs. Blocks must be alike: the projected instruction count is checked against the exact
+  r = B - W * (waves - 1) blocks. The runs keep the grid's first r + w W blocks for a few w: the tail is always
+  simulated as it runs, not averaged away, and the difference between two w is what a full wave costs. Alone,
+  waves run at w_c < w_a < w_b (w_b the largest the budget allows, below the launch's full waves; the cost per
+  wave from w_c to w_a checks the one from w_a to w_b: short blocks overlap across waves, so the first waves
+  cost more than later ones); with loop trips, at w = 0 and 1 (the trips' runs are long). Blocks must be alike: the projected instruction count is checked against the exact
   one (the mix's), and `auto` runs the kernel in full when they differ by more than 1%.
 
 With both, four runs (two wave counts x two trip counts) give every count bilinearly. Instruction counts
@@ -30,7 +32,8 @@ SAMPLE_MODES = ("auto", "on", "off")
 AUTO_THRESHOLD = 5_000_000  # warp-instructions: `auto` samples kernels above this (about a minute at full detail)
 BUDGET = 1_500_000  # warp-instructions the reduced runs may simulate together (the largest first to go)
 MIN_TRIPS = 8  # a loop of fewer trips is not sampled (too little to gain, and no steady state to find)
-MIN_FULL_WAVES = 2  # waves are sampled when at least this many full waves precede the tail
+MIN_FULL_WAVES = 2  # waves are sampled with loop trips when at least this many full waves precede the tail
+MIN_FULL_WAVES_ALONE = 3  # and alone (a check point below the two) when at least this many do
 SETTLED = 0.10  # the cost per trip between the short and middle runs vs the middle and long ones: within 10%
 
 
@@ -100,17 +103,17 @@ def with_trips(kernel, loops: list[Loop], trips: int):
     return attrs.evolve(kernel, program=rewrite(kernel.program), address_cache={}, register_cache={})
 
 
-def make_plan(kernel, wave_blocks: int, total_insts: int, mode: str, cost=None) -> Plan:
+def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost=None) -> Plan:
     """The runs that stand for `kernel` under `--sample mode`. `wave_blocks`: blocks resident at once on the
-    GPU; `total_insts`: its warp-instructions; `cost(trips)`: warp-instructions of the whole grid at `trips`
-    trips of the hot loop (counted by the caller from the mix)."""
+    GPU; `total_insts`: its warp-instructions (None: not counted, a trace too short in waves to sample);
+    `cost(trips)`: warp-instructions of the whole grid at `trips` trips of the hot loop (from the mix)."""
     blocks = kernel.launch.nblocks
     tail = blocks % wave_blocks or wave_blocks
     full_waves = (blocks - tail) // wave_blocks
     base = dict(blocks=blocks, wave_blocks=wave_blocks, tail_blocks=tail, full_waves=full_waves)
     if mode == "off":
         return Plan("full", "--sample off", **base)
-    if mode == "auto" and total_insts <= AUTO_THRESHOLD:
+    if mode == "auto" and total_insts is not None and total_insts <= AUTO_THRESHOLD:
         return Plan("full", f"{total_insts:,} warp-instructions, at most {AUTO_THRESHOLD:,}: simulated in full "
                             f"(--sample on samples it)", **base)
     sample_waves = full_waves >= MIN_FULL_WAVES
@@ -118,7 +121,7 @@ def make_plan(kernel, wave_blocks: int, total_insts: int, mode: str, cost=None) 
     sample_trips = trips is not None and trips >= MIN_TRIPS and cost is not None
     uneven = sample_trips and not _even_trips(cost, trips)
     sample_trips = sample_trips and not uneven
-    if not (sample_waves or sample_trips):
+    if not (full_waves >= MIN_FULL_WAVES_ALONE or sample_trips):
         why = [f"{blocks:,} blocks make {full_waves} full wave(s) of {wave_blocks:,} before the tail"]
         if uneven:
             why.append(f"its longest constant loop ({trips} trips) does not issue the same work every trip")
@@ -127,12 +130,26 @@ def make_plan(kernel, wave_blocks: int, total_insts: int, mode: str, cost=None) 
                        else f"its longest constant loop takes {trips} trips (< {MIN_TRIPS})")
         return Plan("full", "no steady state to sample: " + "; ".join(why).replace("{MIN_TRIPS}", str(MIN_TRIPS)),
                     **base)
-    wave_points = [(tail, 0), (tail + wave_blocks, 1)] if sample_waves else [(blocks, full_waves)]
-    if not sample_trips:
-        points = tuple(Point(b, None, w, "projection", round(total_insts * b / blocks)) for b, w in wave_points)
-        return Plan("waves", f"{full_waves} full waves of {wave_blocks:,} blocks and a tail of {tail:,}", **base,
-                    points=points)
-    # trips: the largest n_b (n_a = n_b / 2, check n_c = n_b / 4) the budget allows, at most N / 2
+    def at(w: int) -> tuple[int, int]:  # (blocks, full waves before the tail)
+        return tail + w * wave_blocks, w
+
+    if not sample_trips:  # waves alone: w_c < w_a < w_b full waves, the largest w_b the budget allows
+        if full_waves < MIN_FULL_WAVES_ALONE:
+            return Plan("full", f"no steady state to sample: {blocks:,} blocks make {full_waves} full wave(s) of "
+                                f"{wave_blocks:,} before the tail, and a loop of a constant count of at least "
+                                f"{MIN_TRIPS} trips is not there to sample instead", **base)
+        w_b = 2
+        while 2 * w_b < full_waves and sum(at(w)[0] for w in (w_b // 2, w_b, 2 * w_b)) / blocks * \
+                (total_insts or 0) <= BUDGET:
+            w_b *= 2
+        chosen = ((w_b // 2, "projection"), (w_b, "projection"), (w_b // 4, "check"))
+        points = tuple(Point(at(w)[0], None, w, role, round((total_insts or 0) * at(w)[0] / blocks))
+                       for w, role in chosen)
+        return Plan("waves", f"{full_waves} full waves of {wave_blocks:,} blocks and a tail of {tail:,}: the tail "
+                             f"after {w_b // 4}, {w_b // 2} and {w_b} full waves", **base, points=points)
+    # trips: the largest n_b (n_a = n_b / 2, check n_c = n_b / 4) the budget allows, at most N / 2; waves (when
+    # sampled too): the tail alone and after one full wave
+    wave_points = [at(0), at(1)] if sample_waves else [(blocks, full_waves)]
     n_b = 4
     while 2 * n_b <= trips // 2 and _points_cost(cost, blocks, wave_points, 2 * n_b) <= BUDGET:
         n_b *= 2
@@ -147,7 +164,8 @@ def make_plan(kernel, wave_blocks: int, total_insts: int, mode: str, cost=None) 
     reason = f"the loop{'s' if len(lines) > 1 else ''} at line{'s' if len(lines) > 1 else ''} " \
              f"{', '.join(map(str, lines))} ({trips} trips) at {n_c}, {n_a} and {n_b} trips"
     if sample_waves:
-        reason += f"; {full_waves} full waves of {wave_blocks:,} blocks and a tail of {tail:,}"
+        reason += f"; {full_waves} full waves of {wave_blocks:,} blocks and a tail of {tail:,}: the tail alone " \
+                  f"and after one full wave"
     return Plan(method, reason, **base, loop_lines=lines, trips=trips, points=tuple(points))
 
 

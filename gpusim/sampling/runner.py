@@ -45,20 +45,26 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     steady, error = None, 0.0
     checks = [p for p, _ in results if p.role == "check"]
     cycles = projected.get("gpu_sim_cycle", 0)
-    if checks and plan.trips is not None:
+    if checks:  # the cost per trip (or per wave) from the check point to the middle one, and on to the last
         check = checks[0]
-        line = sorted(by_wave[check.waves], key=lambda p: p.trips)
-        (a, b), c = line, check
-        ya, yb, yc = (sums[p].get("gpu_sim_cycle", 0) for p in (a, b, c))
-        per_trip_late = (yb - ya) / (b.trips - a.trips)
-        per_trip_early = (ya - yc) / (a.trips - c.trips)
-        change = abs(per_trip_late - per_trip_early) / per_trip_late if per_trip_late > 0 else float("inf")
-        steady = {"cycles_per_trip": [round(per_trip_early, 1), round(per_trip_late, 1)],
-                  "trips": [c.trips, a.trips, b.trips], "change": round(change, 4), "settled": change <= SETTLED}
-        # half the difference between projecting this wave point from its later and its earlier pair of runs
-        early = extrapolate(c.trips, yc, a.trips, ya, plan.trips)
-        late = extrapolate(a.trips, ya, b.trips, yb, plan.trips)
-        error = abs(late - early) / 2 / late if late > 0 else 0.0
+        if plan.trips is not None:
+            a, b = sorted(by_wave[check.waves], key=lambda p: p.trips)
+            x = {p: p.trips for p in (a, b, check)}
+            target, unit = plan.trips, "trip"
+        else:
+            a, b = sorted(projection, key=lambda p: p.waves)
+            x = {p: p.waves for p in (a, b, check)}
+            target, unit = plan.full_waves, "wave"
+        ya, yb, yc = (sums[p].get("gpu_sim_cycle", 0) for p in (a, b, check))
+        late = (yb - ya) / (x[b] - x[a])
+        early = (ya - yc) / (x[a] - x[check])
+        change = abs(late - early) / late if late > 0 else float("inf")
+        steady = {f"cycles_per_{unit}": [round(early, 1), round(late, 1)], f"{unit}s": [x[check], x[a], x[b]],
+                  "change": round(change, 4), "settled": change <= SETTLED}
+        # half the difference between projecting this point's line from its later and its earlier pair of runs
+        from_late = extrapolate(x[a], ya, x[b], yb, target)
+        from_early = extrapolate(x[check], yc, x[a], ya, target)
+        error = abs(from_late - from_early) / 2 / from_late if from_late > 0 else 0.0
     if exact_warp_insts is not None:
         simulated = projected.get("smsp__inst_executed.sum", 0)
         off = abs(simulated - exact_warp_insts) / exact_warp_insts if exact_warp_insts else 0.0
