@@ -34,7 +34,7 @@ BUDGET = 1_500_000  # warp-instructions the reduced runs may simulate together (
 MIN_TRIPS = 8  # a loop of fewer trips is not sampled (too little to gain, and no steady state to find)
 MIN_FULL_WAVES = 2  # waves are sampled with loop trips when at least this many full waves precede the tail
 MIN_FULL_WAVES_ALONE = 3  # and alone (a check point below the two) when at least this many do
-SETTLED = 0.10  # the cost per trip between the short and middle runs vs the middle and long ones: within 10%
+SETTLED = 0.05  # the error estimate (see runner.project) up to which the steady state counts as reached
 
 
 @attrs.frozen

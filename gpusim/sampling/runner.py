@@ -59,12 +59,13 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         late = (yb - ya) / (x[b] - x[a])
         early = (ya - yc) / (x[a] - x[check])
         change = abs(late - early) / late if late > 0 else float("inf")
-        steady = {f"cycles_per_{unit}": [round(early, 1), round(late, 1)], f"{unit}s": [x[check], x[a], x[b]],
-                  "change": round(change, 4), "settled": change <= SETTLED}
-        # half the difference between projecting this point's line from its later and its earlier pair of runs
+        # the error estimate: half the difference between projecting this point's line from its later and from
+        # its earlier pair of runs (the cost per unit still changing, times how far it is projected)
         from_late = extrapolate(x[a], ya, x[b], yb, target)
         from_early = extrapolate(x[check], yc, x[a], ya, target)
-        error = abs(from_late - from_early) / 2 / from_late if from_late > 0 else 0.0
+        error = abs(from_late - from_early) / 2 / from_late if from_late > 0 else float("inf")
+        steady = {f"cycles_per_{unit}": [round(early, 1), round(late, 1)], f"{unit}s": [x[check], x[a], x[b]],
+                  "change": round(change, 4), "settled": error <= SETTLED}
     if exact_warp_insts is not None:
         simulated = projected.get("smsp__inst_executed.sum", 0)
         off = abs(simulated - exact_warp_insts) / exact_warp_insts if exact_warp_insts else 0.0
