@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 CASES = [  # small runs that reach every compiled module: memory hierarchy, barriers, divergence, ITS
     ("workloads/gemm_tile128.yaml", "h100", ["--set", "M=256", "--set", "N=256", "--set", "K=256", "--sms", "2"]),
     ("workloads/microbench/divergence.yaml", "a100", ["--simt", "its"]),
-    ("workloads/reduction.yaml", "v100", ["--sms", "2", "--scheduler", "two_level"]),
+    ("workloads/reduction.yaml", "v100", ["--sms", "2", "--scheduler", "two_level", "--set", "n=262144"]),
 ]
 
 
