@@ -29,13 +29,20 @@ from .errors import ArchError, GpusimError
 
 __version__ = "0.1.0"
 __all__ = ["ArchError", "ArchSpec", "GpusimError", "OccupancyResult", "RunResult", "known_archs", "load_arch",
-           "occupancy", "run"]
+           "occupancy", "run", "sweep"]
 
 
 def __getattr__(name: str):
-    """`gpusim.run` and `gpusim.RunResult` (gpusim.api), imported on first use: `import gpusim` stays light."""
+    """`gpusim.run` and `gpusim.RunResult` (gpusim.api), `gpusim.sweep` (gpusim.sweep), imported on first use:
+    `import gpusim` stays light."""
     if name in ("run", "RunResult"):
         from . import api
 
         return getattr(api, name)
+    if name == "sweep":  # gpusim.sweep(workload, arch=..., vary={...}): the function of the module gpusim.sweep
+        import importlib
+
+        function = importlib.import_module(".sweep", __name__).sweep
+        globals()["sweep"] = function  # (in place of the submodule, which importing it put here)
+        return function
     raise AttributeError(f"module 'gpusim' has no attribute '{name}'")

@@ -12,7 +12,7 @@ import threading
 import time
 
 from . import __version__
-from .errors import GpusimError, one_line, shorten
+from .errors import GpusimError, one_line, shorten, shown
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
 
@@ -111,6 +111,50 @@ def build_parser() -> argparse.ArgumentParser:
                      help="sampled simulation: simulate reduced runs (fewer loop trips, the tail wave and one full "
                           "wave) and project the rest; auto (default) samples kernels of more than 5,000,000 "
                           "warp-instructions, on samples any kernel that has a steady state, off simulates in full")
+
+    sweep = sub.add_parser("sweep", help="run a workload at every point of a Cartesian product of variations, in "
+                                         "parallel, one row per point")
+    sweep.add_argument("workload", help="a workload YAML file, an Accel-Sim trace or a kernelslist.g")
+    sweep.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file")
+    sweep.add_argument("--vary", action="append", metavar="NAME=VALUES", default=[],
+                       help="a variation (repeatable; the sweep is their Cartesian product): VALUES a,b,c or "
+                            "start:stop:step (stop included when the steps land on it); NAME launch.threads, "
+                            "launch.regs, launch.smem, launch.dynamic_smem, launch.carveout, launch.grid, scheduler, "
+                            "simt, sample, arch (names or files), arch.<field path> (a hardware what-if, e.g. "
+                            "arch.sm.registers; see gpusim archs --fields), or a workload parameter")
+    sweep.add_argument("--metrics", default=None, metavar="A,B,...",
+                       help="metrics per row (default: gpu_sim_cycle, sm__inst_executed.avg.per_cycle_active, "
+                            "sm__warps_active.avg.pct_of_peak_sustained_active, l1tex__t_sector_hit_rate.pct, "
+                            "lts__t_sector_hit_rate.pct, dram__bytes.sum.per_second); every row also has the "
+                            "theoretical occupancy, its limiter, error and wall_s")
+    sweep.add_argument("--out", required=True, metavar="FILE",
+                       help="the rows: .csv, .json (a list of rows) or .parquet (needs pandas and pyarrow)")
+    sweep.add_argument("--jobs", type=_int_arg(1), default=None,
+                       help="points simulated at once (default: the cores this process may use)")
+    sweep.add_argument("--executor", default="pool", choices=["pool", "dask"],
+                       help="pool (default): processes on this machine; dask: a Dask distributed cluster "
+                            "(pip install \"gpusim[cluster]\")")
+    sweep.add_argument("--dask-scheduler", default=None, metavar="tcp://HOST:PORT|local",
+                       help="with --executor dask: the cluster's scheduler address, or local (default) for a "
+                            "LocalCluster of --jobs worker processes on loopback")
+    sweep.add_argument("--resume", action="store_true",
+                       help="keep the rows already in --out and run only the points missing there")
+    sweep.add_argument("--plot", default=None, metavar="DIR",
+                       help="write one PNG per metric against each varied axis under DIR")
+    sweep.add_argument("--quiet", action="store_true",
+                       help="no progress on stderr and no table on standard output")
+    sweep.add_argument("--scheduler", default=None,
+                       help="warp scheduler where not varied (default lrr; see gpusim run --help)")
+    sweep.add_argument("--simt", default="stack", metavar="stack|its", help="divergence model where not varied")
+    sweep.add_argument("--sms", type=_integer, default=None, help="simulate only N SMs (same per-SM model)")
+    sweep.add_argument("--memory", default="hierarchy", metavar="hierarchy|fixed", help="memory model")
+    sweep.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
+                       help="a workload parameter at every point (repeatable)")
+    sweep.add_argument("--seed", type=_integer, default=0, help="seed mixed into the workload's rand() (default 0)")
+    sweep.add_argument("--max-instructions", type=_integer, default=None, metavar="N",
+                       help="refuse a point of more warp-instructions than N (default 2,000,000,000)")
+    sweep.add_argument("--sample", default="auto", choices=["auto", "on", "off"],
+                       help="sampled simulation where not varied (see gpusim run --help)")
 
     bench = sub.add_parser("bench", help="simulation speed on fma_peak and a reduced gemm_tile128")
     bench.add_argument("--arch", default="h100", help="architecture (default h100)")
@@ -315,6 +359,47 @@ class _CtrlC:
             signal.signal(signal.SIGINT, signal.default_int_handler if self.previous is None else self.previous)
 
 
+def _cmd_sweep(args) -> int:
+    from .sweep import DEFAULT_METRICS, SweepInterrupted, columns_of, parse_vary, print_rows, sweep
+    from .workload import parse_overrides
+
+    vary: dict = {}
+    for text in args.vary:
+        name, values = parse_vary(text)
+        if name in vary:
+            raise GpusimError(f"--vary {name}: given twice")
+        vary[name] = values
+    launch = {k: getattr(args, k) for k in ("threads", "grid", "regs", "smem", "dynamic_smem", "carveout")
+              if getattr(args, k, None) is not None}
+    plots: list = []
+    try:
+        rows = sweep(args.workload, args.arch, vary, jobs=args.jobs, metrics=args.metrics, executor=args.executor,
+                     dask_scheduler=args.dask_scheduler, out=args.out, resume=args.resume, plot=args.plot,
+                     progress=not args.quiet, params=parse_overrides(args.set), scheduler=args.scheduler,
+                     simt=args.simt, sms=args.sms, seed=args.seed, memory=args.memory, sample=args.sample,
+                     max_instructions=args.max_instructions, on_plot=plots.extend, **launch)
+    except SweepInterrupted as stop:
+        print(f"interrupted: {len(stop.rows)} of {stop.total} points done, their rows in {args.out} "
+              f"(--resume runs the rest)", file=sys.stderr)
+        return 130
+    if not isinstance(rows, list):  # a DataFrame
+        rows = rows.astype(object).where(rows.notna(), None).to_dict(orient="records")
+    failed = sum(bool(r.get("error")) for r in rows)
+    metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else list(DEFAULT_METRICS)
+    ran = [r for r in rows if not r.get("error")]
+    for name in metrics:
+        if ran and all(r.get(name) is None for r in ran):
+            print(f"warning: --metrics {shown(name, 80)}: no run's record has it (gpusim run --json - lists the "
+                  f"metrics)", file=sys.stderr)
+    if not args.quiet:
+        print_rows(rows, columns_of(list(vary), metrics))
+    for path in plots:
+        print(path)
+    print(f"wrote {args.out}: {len(rows)} row{'' if len(rows) == 1 else 's'}"
+          + (f", {failed} with an error" if failed else ""))
+    return 0
+
+
 def _cmd_bench(args) -> int:
     from .bench import bench
 
@@ -340,7 +425,8 @@ def _cmd_bench(args) -> int:
     return 0
 
 
-_COMMANDS = {"bench": _cmd_bench, "archs": _cmd_archs, "occupancy": _cmd_occupancy, "workload": _cmd_workload, "run": _cmd_run}
+_COMMANDS = {"bench": _cmd_bench, "archs": _cmd_archs, "occupancy": _cmd_occupancy, "workload": _cmd_workload, "run": _cmd_run,
+             "sweep": _cmd_sweep}
 
 
 def main(argv: list[str] | None = None) -> int:

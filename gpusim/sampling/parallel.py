@@ -18,12 +18,24 @@ _TASK: Callable[[int], Any] | None = None  # what a forked worker runs (inherite
 _DONE: Any = None  # (warp-instructions, blocks) the workers have simulated so far (shared, for the parent's progress)
 
 
+_JOBS_LIMIT: int | None = None  # see limit_jobs
+
+
+def limit_jobs(jobs: int | None) -> None:
+    """At most `jobs` workers for this process's reduced runs (None: one per core). A sweep's workers, which
+    already share the cores out (gpusim.sweep), run their sampled points' reduced runs one after another."""
+    global _JOBS_LIMIT
+    _JOBS_LIMIT = jobs
+
+
 def default_jobs(runs: int) -> int:
-    """One worker per core this process may use, at most one per run."""
+    """One worker per core this process may use, at most one per run (and at most limit_jobs's)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         cores = os.cpu_count() or 1
+    if _JOBS_LIMIT is not None:
+        cores = min(cores, _JOBS_LIMIT)
     return max(1, min(cores, runs))
 
 

@@ -1,0 +1,246 @@
+"""Issue 14, item 2: `gpusim sweep`: variations parsed, the Cartesian product run in parallel with the same rows
+whatever runs it (one process, a process pool, a Dask local cluster), failing points as rows, --resume, CSV and
+JSON output, Ctrl-C keeping the finished rows, arch what-ifs, plots and the Python API. Small kernels on 2 SMs;
+no timing assertions."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import gpusim
+from gpusim.errors import GpusimError
+from gpusim.sweep import (DEFAULT_METRICS, ERROR, LIMITER, OCCUPANCY, WALL, evolve_arch, parse_values, parse_vary,
+                          points)
+
+ROOT = Path(__file__).resolve().parents[1]
+FMA = ROOT / "workloads" / "microbench" / "fma_peak.yaml"
+GEMM = ROOT / "workloads" / "gemm_tile128.yaml"
+SMALL_FMA = ["--set", "blocks=8", "--set", "iters=8", "--sms", "2"]
+SMALL_GEMM = ["--set", "M=512", "--set", "N=512", "--set", "K=256", "--sms", "2"]
+HAS_LAUNCH_OVERRIDES = "regs" in __import__("inspect").signature(gpusim.run).parameters
+
+
+def cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "gpusim", "sweep", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=timeout)
+
+
+def csv_rows(path: Path, wall: bool = False) -> list[dict]:
+    with open(path, newline="") as fh:
+        return [{k: v for k, v in r.items() if wall or k != WALL} for r in csv.DictReader(fh)]
+
+
+def as_rows(result) -> list[dict]:
+    """The Python API's rows as dicts (a DataFrame where pandas is installed)."""
+    if isinstance(result, list):
+        return result
+    return result.astype(object).where(result.notna(), None).to_dict(orient="records")
+
+
+# --- variations ---------------------------------------------------------------------------------------------------
+
+def test_values_lists_ranges_and_sizes():
+    assert parse_values("launch.regs", "32:64:16") == [32, 48, 64]  # stop included when the steps land on it
+    assert parse_values("launch.regs", "32:70:16") == [32, 48, 64]
+    assert parse_values("STAGES", "4:1:-1") == [4, 3, 2, 1]
+    assert parse_values("x", "1:3") == [1, 2, 3]
+    assert parse_values("x", "0.5:1:0.25") == [0.5, 0.75, 1.0]
+    assert parse_values("launch.smem", "48K,64KB,1M") == [49152, 65536, 1 << 20]
+    assert parse_values("launch.smem", "16K:48K:16K") == [16384, 32768, 49152]
+    assert parse_values("arch.memory.l2.size_bytes", "25M,50M") == [25 << 20, 50 << 20]
+    assert parse_values("scheduler", "lrr,gto") == ["lrr", "gto"]
+    assert parse_values("arch", "h100,arch/a100.yaml") == ["h100", "arch/a100.yaml"]
+    assert all(type(v) is int for v in parse_values("launch.regs", "32:255:8"))
+    assert parse_vary("launch.regs=32,64") == ("launch.regs", [32, 64])
+    assert points({"a": [1, 2], "b": ["x", "y"]}) == [{"a": 1, "b": "x"}, {"a": 1, "b": "y"},
+                                                      {"a": 2, "b": "x"}, {"a": 2, "b": "y"}]
+
+
+@pytest.mark.parametrize("text", ["launch.regs", "=1,2", "x=", "x=1,,2", "x=1:2:0", "x=5:1:1", "x=1:a:1",
+                                  "x=1,1", "x=1:2:3:4", "x=1:1000000000"])
+def test_bad_variations_are_one_line_errors(text):
+    with pytest.raises(GpusimError):
+        parse_vary(text)
+
+
+def test_unknown_names_and_conflicts_are_whole_sweep_errors(tmp_path):
+    p = cli(FMA, "--arch", "h100", *SMALL_FMA, "--vary", "nosuch=1,2", "--out", tmp_path / "x.csv")
+    lines = [line for line in p.stderr.splitlines() if "running the engine's sources" not in line]
+    assert p.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: --vary nosuch: not a parameter of")
+    assert "iters" in p.stderr and "launch.regs" in p.stderr
+    p = cli(FMA, "--arch", "h100", *SMALL_FMA, "--vary", "threads=64", "--out", tmp_path / "x.txt")
+    assert p.returncode == 1 and "expected a .csv, .json or .parquet file" in p.stderr
+    p = cli(FMA, "--arch", "h100", "--vary", "threads=64", "--dask-scheduler", "local", "--out", tmp_path / "x.csv")
+    assert p.returncode == 1 and "--executor dask" in p.stderr
+
+
+# --- the rows -------------------------------------------------------------------------------------------------------
+
+def test_rows_are_the_same_whatever_the_job_count(tmp_path):
+    args = [FMA, "--arch", "h100", *SMALL_FMA, "--vary", "threads=64,128", "--vary", "scheduler=gto,lrr", "--quiet"]
+    one, two = cli(*args, "--jobs", "1", "--out", tmp_path / "1.csv"), cli(*args, "--jobs", "2", "--out",
+                                                                              tmp_path / "2.csv")
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    rows = csv_rows(tmp_path / "1.csv")
+    assert rows == csv_rows(tmp_path / "2.csv")
+    assert [(r["threads"], r["scheduler"]) for r in rows] == [("64", "gto"), ("64", "lrr"), ("128", "gto"),
+                                                              ("128", "lrr")]
+    assert list(rows[0]) == ["threads", "scheduler", *DEFAULT_METRICS, OCCUPANCY, LIMITER, ERROR]
+    assert all(r[ERROR] == "" and int(r["gpu_sim_cycle"]) > 0 for r in rows)
+    assert rows[0][LIMITER] in ("warps", "blocks", "registers", "shared_memory", "barriers") or "+" in rows[0][LIMITER]
+    assert two.stdout.rstrip().endswith("4 rows")
+
+
+@pytest.mark.skipif(not HAS_LAUNCH_OVERRIDES, reason="gpusim.run has no launch overrides yet")
+def test_launch_regs_varies_the_theoretical_occupancy_and_its_limiter(tmp_path):
+    out = tmp_path / "regs.json"
+    p = cli(GEMM, "--arch", "h100", *SMALL_GEMM, "--vary", "launch.regs=48,128", "--quiet", "--out", out)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(out.read_text())
+    assert [(r["launch.regs"], r[OCCUPANCY], r[LIMITER]) for r in rows] == [(48, 37.5, "shared_memory"),
+                                                                           (128, 25.0, "registers")]
+
+
+@pytest.mark.skipif(not HAS_LAUNCH_OVERRIDES, reason="gpusim.run has no launch overrides yet")
+def test_a_failing_point_is_a_row_with_its_error_and_the_sweep_goes_on(tmp_path):
+    out = tmp_path / "fail.csv"
+    # 1,024 threads x 128 registers need 131,072 registers: no block fits; 300 is over the ISA's 255
+    p = cli(FMA, "--arch", "h100", *SMALL_FMA, "--set", "threads=1024", "--vary", "launch.regs=32,128,300",
+            "--quiet", "--out", out)
+    assert p.returncode == 0, p.stderr
+    rows = csv_rows(out)
+    assert [r["launch.regs"] for r in rows] == ["32", "128", "300"]
+    assert rows[0][ERROR] == "" and int(rows[0]["gpu_sim_cycle"]) > 0
+    assert "cannot be resident" in rows[1][ERROR] and rows[1]["gpu_sim_cycle"] == ""
+    assert float(rows[1][OCCUPANCY]) == 0.0 and rows[1][LIMITER] == "registers"  # what an occupancy study wants
+    assert "255" in rows[2][ERROR] and "\n" not in rows[2][ERROR]
+    assert "2 with an error" in p.stdout
+
+
+def test_a_bad_value_is_its_rows_error(tmp_path):
+    out = tmp_path / "bad.json"
+    p = cli(FMA, "--arch", "h100", *SMALL_FMA, "--vary", "scheduler=lrr,nosuch", "--vary", "arch=h100,nosuch_gpu",
+            "--quiet", "--out", out)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(out.read_text())
+    assert [bool(r[ERROR]) for r in rows] == [False, True, True, True]
+    assert "unknown scheduler" in rows[2][ERROR] or "nosuch" in rows[2][ERROR]
+    assert rows[0]["gpu_sim_cycle"] > 0 and rows[1]["gpu_sim_cycle"] is None
+
+
+def test_json_output_holds_typed_values(tmp_path):
+    out = tmp_path / "r.json"
+    p = cli(FMA, "--arch", "h100", *SMALL_FMA, "--vary", "iters=4:8:4", "--metrics", "gpu_sim_cycle,gpu_ipc",
+            "--quiet", "--out", out)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(out.read_text())
+    assert [list(r) for r in rows] == [["iters", "gpu_sim_cycle", "gpu_ipc", OCCUPANCY, LIMITER, ERROR, WALL]] * 2
+    assert [r["iters"] for r in rows] == [4, 8] and rows[0]["gpu_sim_cycle"] < rows[1]["gpu_sim_cycle"]
+    assert isinstance(rows[0]["gpu_ipc"], float) and isinstance(rows[0][WALL], float)
+
+
+def test_resume_runs_only_the_missing_points_and_keeps_point_order(tmp_path):
+    out = tmp_path / "r.csv"
+    base = [FMA, "--arch", "h100", *SMALL_FMA, "--quiet", "--jobs", "1", "--out", out]
+    assert cli(*base, "--vary", "iters=8", "--vary", "threads=64,128").returncode == 0
+    first = csv_rows(out, wall=True)
+    p = cli(*base, "--vary", "iters=4,8", "--vary", "threads=64,128", "--resume")
+    assert p.returncode == 0, p.stderr
+    rows = csv_rows(out, wall=True)
+    assert [(r["iters"], r["threads"]) for r in rows] == [("4", "64"), ("4", "128"), ("8", "64"), ("8", "128")]
+    assert rows[2:] == first  # the earlier rows kept as they were (their wall time too): not run again
+    again = cli(*base, "--vary", "iters=4,8", "--vary", "threads=64,128", "--resume")
+    assert again.returncode == 0 and csv_rows(out, wall=True) == rows
+    p = cli(*base, "--vary", "threads=64,128", "--resume")  # other columns: refused, the file left alone
+    assert p.returncode == 1 and "--resume" in p.stderr and csv_rows(out, wall=True) == rows
+
+
+def test_ctrl_c_keeps_the_finished_rows_and_resume_completes_them(tmp_path):
+    out = tmp_path / "c.csv"
+    args = [FMA, "--arch", "h100", "--sms", "2", "--set", "blocks=8", "--vary", "iters=1000,1001,1002,1003,1004",
+            "--jobs", "1", "--out", out]
+    proc = subprocess.Popen([sys.executable, "-m", "gpusim", "sweep", *map(str, args)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists() and len(out.read_text().splitlines()) >= 2:  # the header and the first row
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1].startswith("interrupted: ") and "--resume" in stderr
+    rows = csv_rows(out)
+    assert 1 <= len(rows) < 5 and all(r[ERROR] == "" and r["gpu_sim_cycle"] for r in rows)
+    assert [r["iters"] for r in rows] == ["1000", "1001", "1002", "1003", "1004"][:len(rows)]
+
+
+def test_an_arch_what_if_changes_a_metric_and_a_bad_field_is_the_rows_error(tmp_path):
+    out = tmp_path / "w.csv"
+    p = cli(FMA, "--arch", "h100", *SMALL_FMA, "--set", "threads=1024", "--vary",
+            "arch.sm.registers=65536,32768,1001", "--quiet", "--out", out)
+    assert p.returncode == 0, p.stderr
+    rows = csv_rows(out)
+    assert float(rows[0][OCCUPANCY]) == 100.0 and float(rows[1][OCCUPANCY]) == 50.0
+    assert rows[1][LIMITER] == "registers" and rows[0][ERROR] == rows[1][ERROR] == ""
+    assert int(rows[1]["gpu_sim_cycle"]) > int(rows[0]["gpu_sim_cycle"])  # half the blocks at once: more waves
+    assert "multiple of sub_partitions" in rows[2][ERROR]  # the spec's own validator
+    p = cli(FMA, "--arch", "h100", *SMALL_FMA, "--vary", "arch.sm.nosuch=1", "--vary",
+            "arch.memory.l2.size_bytes=25M", "--quiet", "--out", out)
+    rows = csv_rows(out)
+    assert p.returncode == 0 and "has no field 'nosuch'" in rows[0][ERROR] and "registers" in rows[0][ERROR]
+
+
+def test_evolve_arch_rebuilds_nested_specs():
+    h100 = gpusim.load_arch("h100")
+    spec = evolve_arch(h100, {"memory.l2.size_bytes": 25 << 20, "sm.max_blocks": 16})
+    assert spec.memory.l2.size_bytes == 25 << 20 and spec.sm.max_blocks == 16
+    assert spec.memory.l1 == h100.memory.l1 and h100.memory.l2.size_bytes != 25 << 20
+    with pytest.raises(GpusimError, match="is a group of fields"):
+        evolve_arch(h100, {"memory": 1})
+    with pytest.raises(GpusimError, match="expected"):
+        evolve_arch(h100, {"clocks.core_mhz": -5})
+
+
+def test_plots_one_png_per_metric_and_axis(tmp_path):
+    p = cli(FMA, "--arch", "h100", *SMALL_FMA, "--vary", "threads=64,128", "--vary", "scheduler=lrr,gto",
+            "--metrics", "gpu_sim_cycle,dram__bytes.sum.per_second", "--quiet", "--out", tmp_path / "p.csv",
+            "--plot", tmp_path / "plots")
+    assert p.returncode == 0, p.stderr
+    pngs = sorted(x.name for x in (tmp_path / "plots").iterdir())
+    assert len(pngs) == 6 and all(x.endswith(".png") for x in pngs)  # (2 metrics + occupancy) x 2 axes
+    assert "gpu_sim_cycle__vs__threads.png" in pngs
+
+
+def test_python_api_returns_the_rows():
+    rows = as_rows(gpusim.sweep(FMA, arch="h100", vary={"threads": [64, 128], "scheduler": "lrr,gto"}, jobs=1,
+                                metrics=["gpu_sim_cycle"], sms=2, params={"blocks": 8, "iters": 8}))
+    assert [(r["threads"], r["scheduler"]) for r in rows] == [(64, "lrr"), (64, "gto"), (128, "lrr"), (128, "gto")]
+    assert all(r[ERROR] == "" and r["gpu_sim_cycle"] > 0 for r in rows)
+    pool = as_rows(gpusim.sweep(FMA, arch="h100", vary={"threads": [64, 128], "scheduler": "lrr,gto"}, jobs=2,
+                                metrics=["gpu_sim_cycle"], sms=2, params={"blocks": 8, "iters": 8}))
+    assert [{k: v for k, v in r.items() if k != WALL} for r in pool] == \
+        [{k: v for k, v in r.items() if k != WALL} for r in rows]
+
+
+def test_dask_local_cluster_gives_the_pools_rows(tmp_path):
+    pytest.importorskip("dask.distributed")
+    args = [FMA, "--arch", "h100", *SMALL_FMA, "--vary", "threads=64,128", "--vary", "scheduler=gto,lrr", "--quiet",
+            "--jobs", "2"]
+    pool = cli(*args, "--out", tmp_path / "pool.csv")
+    dask = cli(*args, "--executor", "dask", "--dask-scheduler", "local", "--out", tmp_path / "dask.csv")
+    assert pool.returncode == 0 and dask.returncode == 0, pool.stderr + dask.stderr
+    assert "Traceback" not in dask.stderr, dask.stderr
+    assert csv_rows(tmp_path / "dask.csv") == csv_rows(tmp_path / "pool.csv") and len(csv_rows(tmp_path / "pool.csv")) == 4
