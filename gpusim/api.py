@@ -20,8 +20,10 @@ from .engine.scheduler import DEFAULT_POLICY, policy_names
 from .errors import GpusimError, shorten, shown
 from .stats.metrics import combine_metrics, kernel_metrics
 from .trace import TraceKernel, is_command_list, is_trace, load_trace, read_command_list
-from .workload import Kernel, kernel_mix, load_workload
+from .workload import Kernel, WorkloadError, kernel_mix, load_workload
+from .workload.expr import ExprError
 from .workload.kernel import check_override
+from .workload.overrides import LaunchOverrides, apply_launch_overrides, check_launch_overrides
 from .workload.opcodes import unsupported_warning
 from .sampling.plan import MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, hot_loops, make_plan, with_trips
 from .sampling import parallel
@@ -76,7 +78,8 @@ def _launch_record(kernel) -> dict:
     return {"grid": list(launch.grid), "block": list(launch.block), "blocks": launch.nblocks,
             "threads_per_block": launch.threads_per_block, "registers_per_thread": launch.registers_per_thread,
             "shared_memory_bytes": launch.shared_memory_bytes,
-            "dynamic_shared_memory_bytes": launch.dynamic_shared_memory_bytes}
+            "dynamic_shared_memory_bytes": launch.dynamic_shared_memory_bytes,
+            "carveout": launch.carveout}  # percent preferred for shared memory; None: chosen automatically
 
 
 def reject_trace_params(workload, params: dict | None) -> None:
@@ -158,7 +161,9 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
         simt: str = "stack",
         sms: int | None = None, params: dict | None = None, seed: int = 0, memory="hierarchy",
         observer=None, max_instructions: int | None = MAX_INSTRUCTIONS, on_count=None,
-        sample: str = "auto", progress=None, interrupt=None) -> RunResult:
+        sample: str = "auto", progress=None, interrupt=None, threads=None, regs: int | None = None,
+        smem: int | None = None, dynamic_smem: int | None = None, carveout: int | None = None,
+        grid=None) -> RunResult:
     """Simulate a workload on one architecture and return its metrics. `memory` is "hierarchy" (L1, L2, DRAM
     with latency and bandwidth), "fixed" (every access takes the L1-hit or shared latency) or a model object.
     A YAML kernel of more than `max_instructions` warp-instructions (None: no limit) is refused before it runs;
@@ -170,9 +175,15 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
     `start(kernel_name, blocks, warp_insts, estimated=...)` (warp_insts: the counted total, or None) and `stop()`
     (gpusim.report.progress.Progress draws a bar). `interrupt()`, if given, is asked every few milliseconds: when
     it returns True the simulation stops there and the result holds the metrics so far (`partial`,
-    `interrupted`)."""
+    `interrupted`).
+    Launch overrides (None: as the workload says; see gpusim.workload.overrides for the rules): `threads` and
+    `grid` an int or 1 to 3 ints (x, y, z), `regs` registers per thread, `smem` and `dynamic_smem` static and
+    dynamic shared memory per block in bytes, `carveout` the percent of the unified L1/shared memory preferred
+    for shared memory (it sets the resident blocks and the L1 capacity). The record's "launch" shows them."""
     check_options(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, params=params,
                   max_instructions=max_instructions)
+    overrides = check_launch_overrides(threads=threads, grid=grid, regs=regs, smem=smem, dynamic_smem=dynamic_smem,
+                                       carveout=carveout)
     seed, sms = int(seed), None if sms is None else int(sms)  # (numpy integers are accepted as plain ones)
     if not isinstance(workload, (str, Path, Kernel, TraceKernel)):
         raise GpusimError(f"workload {shown(workload, 40)}: expected a path (a workload .yaml, a trace or a "
@@ -192,8 +203,20 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
                    interrupt=interrupt)
     if isinstance(workload, (str, Path)) and is_command_list(workload):
         reject_trace_params(workload, params)
-        return _run_command_list(Path(workload), spec, **options)
-    return _run_kernel(load_kernel(workload, params, seed), spec, **options)
+        return _run_command_list(Path(workload), spec, overrides, **options)
+    kernel = apply_launch_overrides(load_kernel(workload, params, seed), spec, overrides)
+    return _with_overrides(overrides, _run_kernel, kernel, spec, **options)
+
+
+def _with_overrides(overrides: LaunchOverrides, fn, *args, **kwargs):
+    """fn(*args, **kwargs); a workload error while it runs (an address outside the buffers, say) names the launch
+    overrides in effect, if any."""
+    try:
+        return fn(*args, **kwargs)
+    except (WorkloadError, ExprError) as exc:
+        if not overrides:
+            raise
+        raise type(exc)(f"with {overrides.text()}: {exc}") from None
 
 
 def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, max_instructions,
@@ -399,7 +422,7 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                         warnings=warnings, wall_seconds=time.perf_counter() - started, sampling=record)
 
 
-def _run_command_list(path: Path, spec, **options) -> RunResult:
+def _run_command_list(path: Path, spec, overrides: LaunchOverrides = LaunchOverrides(), **options) -> RunResult:
     """Every kernel the list names, in order, each on a fresh GPU (cold caches); totals in `metrics`."""
     started = time.perf_counter()
     commands = read_command_list(path)
@@ -409,7 +432,8 @@ def _run_command_list(path: Path, spec, **options) -> RunResult:
             notes.append(f"{path}:{command.line}: {command.text.split(',')[0]} skipped "
                          f"(host-device copies are not simulated)")
             continue
-        result = _run_kernel(load_trace(command.kernel), spec, **options)  # (a trace's size is its file's)
+        kernel = apply_launch_overrides(load_trace(command.kernel), spec, overrides)
+        result = _run_kernel(kernel, spec, **options)  # (a trace's size is its file's)
         results.append(result)
         for warning in result.warnings:  # once each (kernels of one binary share their opcode warnings)
             if warning not in warnings:

@@ -34,6 +34,18 @@ def _integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {shorten(text, 40)}") from None
 
 
+def _dims_arg(text: str):
+    """'256' -> 256, '16,16' -> (16, 16): launch dimensions X[,Y[,Z]] (the library checks their ranges)."""
+    parts = text.split(",")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected X[,Y[,Z]] (integers), got {shorten(text, 40)}") from None
+    if not 1 <= len(values) <= 3:
+        raise argparse.ArgumentTypeError(f"expected X[,Y[,Z]] (1 to 3 integers), got {shorten(text, 40)}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
 def _json_path(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError(f"expected a file path or '-' (standard output), got {shorten(text, 40)}")
@@ -111,6 +123,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="sampled simulation: simulate reduced runs (fewer loop trips, the tail wave and one full "
                           "wave) and project the rest; auto (default) samples kernels of more than 5,000,000 "
                           "warp-instructions, on samples any kernel that has a steady state, off simulates in full")
+    launch = run.add_argument_group("launch overrides", "replace the workload's launch (the program stays as written; "
+                                    "an override that contradicts the workload is refused: see the README)")
+    launch.add_argument("--threads", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="threads per block")
+    launch.add_argument("--grid", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="blocks in the grid")
+    launch.add_argument("--regs", type=_integer, default=None, metavar="N", help="registers per thread")
+    launch.add_argument("--smem", type=parse_size, default=None, metavar="SIZE",
+                        help="static shared memory per block (bytes; 48K, 64KB, 1M accepted)")
+    launch.add_argument("--dynamic-smem", type=parse_size, default=None, metavar="SIZE",
+                        help="dynamic shared memory per block (bytes; 48K, 64KB, 1M accepted)")
+    launch.add_argument("--carveout", type=_integer, default=None, metavar="PCT",
+                        help="percent of the unified L1/shared memory preferred for shared memory (default: the "
+                             "smallest step holding the resident blocks' shared memory); sets the resident blocks "
+                             "and the L1 size")
 
     sweep = sub.add_parser("sweep", help="run a workload at every point of a Cartesian product of variations, in "
                                          "parallel, one row per point")
@@ -285,7 +310,8 @@ def _cmd_run(args) -> int:
         result = run(args.workload, args.arch, scheduler=args.scheduler, simt=args.simt, sms=args.sms,
                      params=parse_overrides(args.set), seed=args.seed, memory=args.memory, max_instructions=limit,
                      on_count=announce, sample=args.sample, progress=None if args.quiet else Progress(),
-                     interrupt=ctrl_c)
+                     interrupt=ctrl_c, threads=args.threads, grid=args.grid, regs=args.regs, smem=args.smem,
+                     dynamic_smem=args.dynamic_smem, carveout=args.carveout)
     for note in result.notes:
         print(f"note: {one_line(note)}", file=sys.stderr)
     for warning in result.warnings:

@@ -54,7 +54,7 @@ class GPU:
         launch = kernel.launch
         try:
             self.occupancy = occupancy(spec, launch.threads_per_block, launch.registers_per_thread,
-                                       launch.smem_per_block)
+                                       launch.smem_per_block, launch.carveout)
         except ValueError as exc:
             raise GpusimError(f"{kernel.source}: launch: {exc}") from None
         if self.occupancy.blocks_per_sm == 0:
@@ -78,9 +78,12 @@ class GPU:
         self.end_cycle = 0
 
     def l1_bytes(self) -> int:
-        """L1 capacity: the unified L1 + shared memory minus the carveout the launch needs (the smallest step
-        holding its resident blocks' shared memory; the driver treats the preference as a hint)."""
+        """L1 capacity: the unified L1 + shared memory minus the carveout. Without a preference, the one the
+        launch needs (the smallest step holding its resident blocks' shared memory); with one (the launch's
+        `carveout`, percent), the step it snaps up to, or the smallest that holds one block if that is larger."""
         occ, smem = self.occupancy, self.spec.shared_memory
+        if self.kernel.launch.carveout is not None:
+            return smem.unified_l1_bytes - occ.shared_memory_per_sm
         carveout = snap_carveout(self.spec, occ.blocks_per_sm * occ.allocated_smem_per_block)
         return smem.unified_l1_bytes - carveout
 

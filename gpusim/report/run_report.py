@@ -42,7 +42,8 @@ def print_run(result) -> None:
     simt = "replaying the trace's order" if result.simt == "trace" else f"SIMT {result.simt}"
     console.print(f"[bold]{plain(result.kernel)}[/bold] on {result.arch} ({m['launch__sm_count']} SMs), scheduler "
                   f"{result.scheduler}, {simt}: grid {launch['grid']} x block {launch['block']}, "
-                  f"{launch['registers_per_thread']} regs, {launch['shared_memory_bytes'] + launch['dynamic_shared_memory_bytes']} B shared")
+                  f"{launch['registers_per_thread']} regs, {launch['shared_memory_bytes'] + launch['dynamic_shared_memory_bytes']} B shared"
+                  + (f", carveout {launch['carveout']}%" if launch.get("carveout") is not None else ""))
     summary = Table(show_header=False, title="summary")
     summary.add_column("metric")
     summary.add_column("value", justify="right")

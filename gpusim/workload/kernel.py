@@ -55,6 +55,7 @@ class Launch:
     registers_per_thread: int
     shared_memory_bytes: int  # static
     dynamic_shared_memory_bytes: int
+    carveout: int | None = None  # shared-memory carveout preference in percent (None: chosen automatically)
 
     @property
     def threads_per_block(self) -> int:
@@ -91,6 +92,8 @@ class Kernel:
     address_ranges: dict = attrs.field(factory=dict, eq=False, repr=False)
     register_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # streams' resolved register names
     address_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # block walkers' block-invariant addresses
+    # where the file reads its parameters: "launch.grid", "launch.block", ..., "buffer 'x'" -> parameter names
+    param_uses: dict = attrs.field(factory=dict, eq=False, repr=False)
 
     @property
     def total_warps(self) -> int:
@@ -204,6 +207,15 @@ class _Loader:
         self.path = path
         self.source = str(path)
         self.warnings: list[str] = []
+        self.param_uses: dict[str, frozenset[str]] = {}
+
+    def note_uses(self, place: str, value, params: dict) -> None:
+        """Remember which parameters `value` (an expression, a number or a list of them) reads, under `place`."""
+        names: set[str] = set()
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                names |= compile_expr(item, "", params.__contains__).names & params.keys()
+        self.param_uses[place] = frozenset(names)
 
     def fail(self, line: int, msg: str):
         raise WorkloadError(f"{self.source}:{line}: {msg}")
@@ -265,6 +277,7 @@ class _Loader:
                 self.fail(spec.line, f"buffer '{name}': space must be global or shared, got {shorten(space)}")
             size = self.const(spec.get("bytes"), spec.line, f"buffer '{name}' bytes", params,
                               maximum=MAX_BUFFER_BYTES, why=" (1 TiB)")
+            self.note_uses(f"buffer '{name}'", spec.get("bytes"), params)
             if space == "global":
                 out[name] = Buffer(name, space, size, next_global)
                 next_global += -(-size // GLOBAL_ALIGN) * GLOBAL_ALIGN
@@ -320,6 +333,8 @@ class _Loader:
         if static < shared_sum:
             self.fail(raw.line, f"launch shared_memory_bytes: {static} is less than the {shared_sum} bytes the "
                                 f"shared buffers need")
+        for key in sorted(LAUNCH_KEYS & raw.keys()):
+            self.note_uses(f"launch.{key}", raw[key], params)
         return Launch(grid=self.dims(raw["grid"], raw.line, "grid", params),
                       block=self.dims(raw["block"], raw.line, "block", params),
                       registers_per_thread=self.const(raw["registers_per_thread"], raw.line,
@@ -351,7 +366,7 @@ class _Loader:
         return Kernel(name=name, description=description.strip(), source=self.source,
                       params=params, launch=launch, buffers=buffers, program=program, exit_pc=compiler.pc,
                       control_names=names, control_uses_rand=uses_rand, seed=seed, warnings=tuple(self.warnings),
-                      address_ranges=address_ranges(buffers, launch))
+                      address_ranges=address_ranges(buffers, launch), param_uses=dict(self.param_uses))
 
 
 def load_workload(path: str | Path, overrides: dict | None = None, seed: int = 0) -> Kernel:

@@ -109,6 +109,21 @@ def control_names(body) -> tuple[frozenset[str], bool]:
     return frozenset(names), uses_rand
 
 
+def program_names(body) -> frozenset[str]:
+    """Every name any expression of `body` reads: addresses, predicates, repeats, register placeholders and
+    control flow."""
+    names: set[str] = set()
+    for node in body:
+        exprs = list(node.control_exprs())
+        if isinstance(node, Instr):
+            exprs += ([node.addr] if node.addr is not None else []) + list(node.templates.values())
+        for e in exprs:
+            names |= e.names
+        for child in _children(node):
+            names |= program_names(child)
+    return frozenset(names)
+
+
 def _children(node):
     if isinstance(node, Loop):
         return [node.body]
