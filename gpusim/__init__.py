@@ -23,13 +23,13 @@ from . import native
 native.use_compiled_if_current()  # before any compiled module is imported
 
 # ruff: noqa: E402
-from .analytic.occupancy import OccupancyResult, occupancy
+from .analytic.occupancy import OccupancyResult, max_potential_block_size, occupancy
 from .arch import ArchSpec, known_archs, load_arch
 from .errors import ArchError, GpusimError
 
 __version__ = "0.1.0"
 __all__ = ["ArchError", "ArchSpec", "GpusimError", "OccupancyResult", "RunResult", "known_archs", "load_arch",
-           "occupancy", "run", "sweep"]
+           "max_potential_block_size", "occupancy", "run", "sweep"]
 
 
 def __getattr__(name: str):

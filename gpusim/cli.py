@@ -84,13 +84,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     occ = sub.add_parser("occupancy", help="theoretical occupancy of a launch, as CUDA's calculator computes it")
     occ.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file")
-    occ.add_argument("--threads", required=True, type=_int_arg(1), help="threads per block")
+    occ.add_argument("--threads", type=_int_arg(1), default=None,
+                     help="threads per block (required without --suggest; with it, shown beside the suggestion)")
     occ.add_argument("--regs", required=True, type=_int_arg(1), help="registers per thread")
     occ.add_argument("--smem", default=0, type=parse_size,
                      help="shared memory per block, static + dynamic (bytes; 48K, 64KB, 1M accepted)")
     occ.add_argument("--carveout", type=_int_arg(0, 100), default=None,
                      help="shared-memory carveout preference in percent (default: the device default, maximum)")
     occ.add_argument("--barriers", type=_int_arg(0), default=1, help="named barriers per block (default 1)")
+    occ.add_argument("--suggest", action="store_true",
+                     help="suggest the block size that maximises occupancy and the smallest grid that fills the GPU, "
+                          "as cudaOccupancyMaxPotentialBlockSize does")
+    occ.add_argument("--block-size-limit", type=_int_arg(0), default=0, metavar="N",
+                     help="with --suggest: the largest block the kernel can use (default 0: the arch's maximum)")
+    occ.add_argument("--smem-per-thread", type=parse_size, default=0, metavar="SIZE",
+                     help="with --suggest: shared memory per thread, added to --smem for each block size tried "
+                          "(as the VariableSMem variant)")
     occ.add_argument("--json", action="store_true", help="print the result as JSON")
     occ.add_argument("--plot", action="store_true", help="write the calculator's three graphs under plots/")
     occ.add_argument("--plot-dir", default="plots", help="directory for --plot (default: plots)")
@@ -236,6 +245,13 @@ def _cmd_occupancy(args) -> int:
     from .arch import load_arch
 
     spec = load_arch(args.arch)
+    if args.suggest:
+        return _cmd_suggest(args, spec)
+    for flag, value in (("--block-size-limit", args.block_size_limit), ("--smem-per-thread", args.smem_per_thread)):
+        if value:
+            raise GpusimError(f"gpusim occupancy: {flag} applies with --suggest only")
+    if args.threads is None:
+        raise GpusimError("gpusim occupancy: --threads is required (or --suggest, which suggests a block size)")
     try:
         result = occupancy(spec, args.threads, args.regs, args.smem, args.carveout, args.barriers)
     except ValueError as exc:
@@ -251,6 +267,44 @@ def _cmd_occupancy(args) -> int:
 
         for path in plot_occupancy(spec, result, args.plot_dir):
             print(path)
+    return 0
+
+
+def _cmd_suggest(args, spec) -> int:
+    """`gpusim occupancy --suggest`: cudaOccupancyMaxPotentialBlockSize's answer, and the given block's occupancy."""
+    from .analytic.occupancy import occupancy, suggest_block_size
+
+    if args.plot:
+        raise GpusimError("gpusim occupancy: --plot draws one launch's graphs; leave out --suggest (or --plot)")
+    base, per_thread = args.smem, args.smem_per_thread
+    smem = base if not per_thread else (lambda size: base + per_thread * size)
+    try:
+        s = suggest_block_size(spec, args.regs, smem, args.block_size_limit, args.carveout, args.barriers)
+        given = None if args.threads is None else \
+            occupancy(spec, args.threads, args.regs, base + per_thread * args.threads, args.carveout, args.barriers)
+    except ValueError as exc:
+        raise GpusimError(f"gpusim occupancy: {exc}") from None
+    if args.json:
+        record = s.to_dict()
+        if given is not None:
+            record["given"] = {"threads_per_block": given.threads_per_block, "occupancy": given.occupancy,
+                               "blocks_per_sm": given.blocks_per_sm, "limiters": list(given.limiters)}
+        print(_json(record))
+        return 0
+    smem_text = f"{base} B" + (f" + {per_thread} B per thread" if per_thread else "")
+    print(f"{spec.full_name} (cc {spec.compute_capability}), {args.regs} registers per thread, {smem_text} of shared "
+          f"memory per block, block sizes up to {s.block_size_limit}:")
+    if s.block_size == 0:
+        print(f"  {s.reason}")
+    else:
+        r = s.result
+        print(f"  suggested block size: {s.block_size} threads ({r.blocks_per_sm} blocks per SM, {r.warps_per_sm} of "
+              f"{r.max_warps_per_sm} warps = {100 * r.occupancy:.2f}% occupancy, limited by {', '.join(r.limiters)})")
+        print(f"  minimum grid that fills the GPU: {s.min_grid_size} blocks ({r.blocks_per_sm} per SM x {s.sms} SMs)")
+    if given is not None:
+        limited = f"limited by {', '.join(given.limiters)}" if given.blocks_per_sm else given.reason
+        print(f"  the given {given.threads_per_block} threads: {given.blocks_per_sm} blocks per SM, "
+              f"{100 * given.occupancy:.2f}% occupancy ({limited})")
     return 0
 
 

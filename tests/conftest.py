@@ -15,14 +15,26 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
                           cwd=cwd or ROOT, timeout=120)
 
 
-@pytest.fixture(scope="session")
-def occupancy_oracle(tmp_path_factory):
-    """CUDA's cuda_occupancy.h compiled into a small stdin/stdout program; skipped where absent."""
+def _compile_oracle(tmp_path_factory, name: str) -> Path:
+    """tests/oracle/NAME.cpp, a small stdin/stdout program around CUDA's cuda_occupancy.h, compiled; the test is
+    skipped where the header or a C++ compiler is absent."""
     header = Path("/usr/local/cuda/include/cuda_occupancy.h")
     compiler = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if not header.exists() or compiler is None:
         pytest.skip("cuda_occupancy.h or a C++ compiler is not available")
-    exe = tmp_path_factory.mktemp("oracle") / "occupancy_oracle"
-    subprocess.run([compiler, "-O1", f"-I{header.parent}", str(ROOT / "tests/oracle/occupancy_oracle.cpp"),
+    exe = tmp_path_factory.mktemp("oracle") / name
+    subprocess.run([compiler, "-O1", f"-I{header.parent}", str(ROOT / f"tests/oracle/{name}.cpp"),
                     "-o", str(exe)], check=True, capture_output=True)
     return exe
+
+
+@pytest.fixture(scope="session")
+def occupancy_oracle(tmp_path_factory):
+    """CUDA's occupancy calculator (cudaOccMaxActiveBlocksPerMultiprocessor)."""
+    return _compile_oracle(tmp_path_factory, "occupancy_oracle")
+
+
+@pytest.fixture(scope="session")
+def block_size_oracle(tmp_path_factory):
+    """CUDA's block-size advisor (cudaOccMaxPotentialOccupancyBlockSize and its VariableSMem variant)."""
+    return _compile_oracle(tmp_path_factory, "block_size_oracle")

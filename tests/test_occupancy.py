@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusim import load_arch, occupancy
+from gpusim import load_arch, max_potential_block_size, occupancy
+from gpusim.analytic.occupancy import suggest_block_size
 
 from .conftest import ARCH_NAMES, run_cli
 
@@ -293,3 +294,121 @@ def test_matches_cuda_occupancy_calculator(arch, occupancy_oracle):
                 r.allocated_registers_per_block, r.allocated_smem_per_block)
         assert ours == (blocks, lim_regs, lim_smem, lim_warps, lim_blocks, lim_bars, regs_block, smem_block), \
             f"{arch} launch {launch}"
+
+
+# --- the block-size advisor (cudaOccupancyMaxPotentialBlockSize) -----------------------------------------------
+
+def test_advisor_full_sm_at_the_largest_block():
+    """32 regs: every size up to 1024 fills H100's 2048 threads; the first tried (1024) is kept; 2 x 132 SMs."""
+    assert max_potential_block_size("h100", 32) == (264, 1024)
+
+
+def test_advisor_keeps_the_largest_block_of_the_best_occupancy():
+    """48 regs: 1536 per warp, 10 warps per sub-partition, 40 warps per SM; 64 KB + 1 KB blocks: 3 per SM.
+    From 1024 down, 640 threads (20 warps) x 2 blocks is the first size to reach 40 warps (416 x 3 = 39 warps and
+    320 x 3 = 30 hold fewer; no smaller size holds more)."""
+    s = suggest_block_size("h100", 48, 64 * 1024)
+    assert (s.min_grid_size, s.block_size) == (2 * 132, 640) and s.result.blocks_per_sm == 2
+    assert s.result.occupancy == 40 / 64 and s.result.limiters == ("registers",)
+
+
+def test_advisor_limit_is_tried_first_then_warp_steps():
+    """A limit of 100: 100 threads (4 warps) x 16 = 1600, 96 x 21 = 2016, 64 x 32 = 2048 (full): stop there."""
+    assert max_potential_block_size("h100", 32, block_size_limit=100) == (32 * 132, 64)
+    assert max_potential_block_size("h100", 32, block_size_limit=5000) == (264, 1024)  # above the arch's maximum
+
+
+def test_advisor_variable_shared_memory():
+    """8 bytes per thread (a reduction's buffer). A100, 64 regs: 32 warps per SM from the registers, reached
+    first by one 1024-thread block (8 KB + 1 KB of shared memory); the sizes tried go 100, 96, 64 under a limit
+    of 100 (the SM is full at 64 x 32 blocks)."""
+    assert max_potential_block_size("a100", 64, lambda b: 8 * b) == (108, 1024)
+    sizes = []
+    max_potential_block_size("h100", 32, lambda b: sizes.append(b) or 0, block_size_limit=100)
+    assert sizes == [100, 96, 64]
+
+
+def test_advisor_nothing_resident():
+    s = suggest_block_size("h100", 255, 300 * 1024)
+    assert (s.min_grid_size, s.block_size) == (0, 0) and "opt-in maximum" in s.reason
+    assert s.to_dict()["block_size"] == 0 and s.to_dict()["occupancy"] == 0.0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"regs_per_thread": 0}, "regs_per_thread"), ({"regs_per_thread": 32.0}, "integer"),
+    ({"regs_per_thread": 32, "smem_per_block": -1}, "smem_per_block"),
+    ({"regs_per_thread": 32, "block_size_limit": -1}, "block_size_limit"),
+    ({"regs_per_thread": 32, "smem_per_block": lambda b: -1}, r"smem_per_block\(1024\)"),
+    ({"regs_per_thread": 32, "smem_per_block": lambda b: 1.5}, r"smem_per_block\(1024\)"),
+    ({"regs_per_thread": 32, "carveout": 101}, "carveout"),
+])
+def test_advisor_bad_input_raises_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        max_potential_block_size("h100", **kwargs)
+
+
+def test_cli_suggest_json_matches_api():
+    proc = run_cli("occupancy", "--arch", "h100", "--regs", "48", "--smem", "64K", "--suggest", "--json")
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)
+    assert record == suggest_block_size("h100", 48, 65536).to_dict()
+    assert (record["block_size"], record["min_grid_size"], record["occupancy"]) == (640, 264, 0.625)
+
+
+def test_cli_suggest_table_with_the_given_block_and_variable_smem():
+    proc = run_cli("occupancy", "--arch", "a100", "--threads", "128", "--regs", "64", "--smem-per-thread", "8",
+                   "--suggest")
+    assert proc.returncode == 0, proc.stderr
+    assert "suggested block size: 1024 threads" in proc.stdout and "108 blocks" in proc.stdout
+    assert "128 threads" in proc.stdout  # the given block, for comparison
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--arch", "h100", "--regs", "32"], "--threads is required"),
+    (["--arch", "h100", "--regs", "32", "--suggest", "--block-size-limit", "-1"], "--block-size-limit"),
+    (["--arch", "h100", "--threads", "64", "--regs", "32", "--smem-per-thread", "8"], "--smem-per-thread"),
+])
+def test_cli_suggest_bad_input_is_one_line(args, expected):
+    proc = run_cli("occupancy", *args)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and expected in proc.stderr, proc.stderr
+
+
+def _random_advisor_cases(spec, rng, n):
+    smem = spec.shared_memory
+    for _ in range(n):
+        regs = rng.choice([rng.randint(1, 255), rng.randint(1, 64), rng.randint(257, 320)])  # (256: see below)
+        base = rng.choice([0, rng.randint(0, 48 * 1024), rng.randint(0, smem.per_block_optin_bytes + 4096)])
+        per_thread = rng.choice([0, 0, rng.randint(1, 64), rng.randint(1, 256)])
+        if per_thread:
+            base = rng.choice([0, rng.randint(0, 16 * 1024)])
+        limit = rng.choice([0, 0, rng.randint(1, 1024), 32 * rng.randint(1, 32), rng.randint(1025, 4096)])
+        carveout = rng.choice([None, None, rng.randint(0, 100)])
+        barriers = rng.choice([1, 1, 0, rng.randint(1, 16)])
+        yield regs, base, per_thread, limit, carveout, barriers
+
+
+@pytest.mark.parametrize("arch", ARCH_NAMES)
+def test_advisor_matches_cuda_max_potential_block_size(arch, block_size_oracle):
+    """60 random cases per architecture (480 in all; about half with shared memory a function of the block size):
+    (min_grid_size, block_size) equal cudaOccMaxPotentialOccupancyBlockSize's. (256 registers per thread are left
+    out: the header's calculator admits 256, the ISA and this calculator stop at 255.)"""
+    spec = load_arch(arch)
+    rng = random.Random(f"advisor-{arch}")
+    cases = list(_random_advisor_cases(spec, rng, 60))
+    major, minor = spec.compute_capability.split(".")
+    sm, sh = spec.sm, spec.shared_memory
+    device = (major, minor, sm.max_threads_per_block, sm.max_threads, sm.registers_per_block, sm.registers,
+              sm.warp_size, sh.per_block_default_bytes, sh.per_sm_bytes, sh.per_block_optin_bytes,
+              sh.reserved_per_block_bytes, spec.sms)
+    stdin = "".join(" ".join(map(str, device + (regs, base, per_thread, limit, -1 if carveout is None else carveout,
+                                                barriers))) + "\n"
+                    for regs, base, per_thread, limit, carveout, barriers in cases)
+    out = subprocess.run([str(block_size_oracle)], input=stdin, capture_output=True, text=True, check=True)
+    found = 0
+    for (regs, base, per_thread, limit, carveout, barriers), line in zip(cases, out.stdout.splitlines(), strict=True):
+        smem = base if not per_thread else (lambda b, base=base, per_thread=per_thread: base + per_thread * b)
+        ours = max_potential_block_size(spec, regs, smem, limit, carveout, barriers)
+        assert ours == tuple(map(int, line.split())), f"{arch}: {(regs, base, per_thread, limit, carveout, barriers)}"
+        found += ours[1] > 0
+    assert found >= len(cases) // 2  # most cases have an answer (not only "cannot run")

@@ -22,6 +22,8 @@ The kernel is assumed to have opted in to the large per-block shared-memory limi
 
 from __future__ import annotations
 
+import operator
+
 import attrs
 
 from ..arch import ArchSpec, load_arch
@@ -178,3 +180,77 @@ def occupancy(arch: str | ArchSpec, threads_per_block: int, regs_per_thread: int
         block_limit_barriers=limits["barriers"], allocated_registers_per_block=regs_block,
         allocated_registers_per_warp=regs_warp, allocated_smem_per_block=smem_alloc,
         shared_memory_per_sm=smem_sm, reason=reason)
+
+
+@attrs.frozen
+class BlockSizeSuggestion:
+    """What cudaOccMaxPotentialOccupancyBlockSize answers, and the occupancy at the suggested size."""
+    arch: str
+    block_size: int  # 0: no block size can be resident
+    min_grid_size: int  # blocks that fill the GPU at that size: blocks per SM x SMs
+    sms: int
+    block_size_limit: int  # the largest size tried
+    result: OccupancyResult | None  # at block_size; None when it is 0
+    reason: str  # why block_size is 0; empty when it is not
+
+    def to_dict(self) -> dict:
+        r = self.result
+        return {"arch": self.arch, "block_size": self.block_size, "min_grid_size": self.min_grid_size,
+                "sms": self.sms, "block_size_limit": self.block_size_limit,
+                "occupancy": r.occupancy if r else 0.0, "blocks_per_sm": r.blocks_per_sm if r else 0,
+                "warps_per_sm": r.warps_per_sm if r else 0, "limiters": list(r.limiters) if r else [],
+                "smem_per_block": r.smem_per_block if r else None, "reason": self.reason}
+
+
+def _smem_for(smem_per_block, block_size: int) -> int:
+    if not callable(smem_per_block):
+        return smem_per_block
+    value = smem_per_block(block_size)
+    try:
+        count = None if isinstance(value, bool) else operator.index(value)  # (numpy integers too)
+    except TypeError:
+        count = None
+    if count is None or count < 0:
+        raise ValueError(f"smem_per_block({block_size}): expected a byte count (an integer >= 0), got {value!r}")
+    return count
+
+
+def suggest_block_size(arch: str | ArchSpec, regs_per_thread: int, smem_per_block=0, block_size_limit: int = 0,
+                       carveout: int | None = None, barriers_per_block: int = 1) -> BlockSizeSuggestion:
+    """The block size that maximises occupancy and the smallest grid that fills the GPU with it, computed as
+    CUDA's cudaOccMaxPotentialOccupancyBlockSize (cuda_occupancy.h) does: every size from the limit (0: the
+    arch's threads per block) down in steps of the warp size (the limit itself first when it is not a multiple
+    of it), keeping the first that reaches the most resident threads (so a tie goes to the larger block) and
+    stopping at a full SM. `smem_per_block` is bytes per block, or a function of the block size
+    (the ...VariableSMem variant). Raises ValueError for input that is not a launch."""
+    spec = load_arch(arch)
+    sm = spec.sm
+    _require_int("regs_per_thread", regs_per_thread, 1)
+    _require_int("block_size_limit", block_size_limit, 0)
+    if not callable(smem_per_block):
+        _require_int("smem_per_block", smem_per_block, 0)
+    limit = sm.max_threads_per_block if block_size_limit == 0 else min(sm.max_threads_per_block, block_size_limit)
+    best_size = best_blocks = best_threads = 0
+    best = None
+    for aligned in range(_round_up(limit, sm.warp_size), 0, -sm.warp_size):
+        size = min(limit, aligned)
+        r = occupancy(spec, size, regs_per_thread, _smem_for(smem_per_block, size), carveout, barriers_per_block)
+        if size * r.blocks_per_sm > best_threads:
+            best_size, best_blocks, best_threads, best = size, r.blocks_per_sm, size * r.blocks_per_sm, r
+        if best_threads == sm.max_threads:
+            break
+    reason = "" if best is not None else f"no block size up to {limit} can be resident: {r.reason}"
+    return BlockSizeSuggestion(arch=spec.name, block_size=best_size, min_grid_size=best_blocks * spec.sms,
+                               sms=spec.sms, block_size_limit=limit, result=best, reason=reason)
+
+
+def max_potential_block_size(arch: str | ArchSpec, regs_per_thread: int, smem_per_block=0,
+                             block_size_limit: int = 0, carveout: int | None = None,
+                             barriers_per_block: int = 1) -> tuple[int, int]:
+    """(min_grid_size, block_size), as cudaOccupancyMaxPotentialBlockSize returns them: the block size that
+    maximises occupancy on `arch` and the smallest grid that fills every SM with it; (0, 0) when no block size
+    can be resident. `smem_per_block`: shared memory per block in bytes, or a function of the block size that
+    returns it (as cudaOccupancyMaxPotentialBlockSizeVariableSMem takes); `block_size_limit`: the largest block
+    the kernel can use (0: no limit). See suggest_block_size for the occupancy at that size."""
+    s = suggest_block_size(arch, regs_per_thread, smem_per_block, block_size_limit, carveout, barriers_per_block)
+    return s.min_grid_size, s.block_size
