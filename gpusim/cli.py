@@ -189,6 +189,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="refuse a point of more warp-instructions than N (default 2,000,000,000)")
     sweep.add_argument("--sample", default="auto", choices=["auto", "on", "off"],
                        help="sampled simulation where not varied (see gpusim run --help)")
+    fixed = sweep.add_argument_group("launch overrides", "at every point where not varied (see gpusim run --help)")
+    fixed.add_argument("--threads", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="threads per block")
+    fixed.add_argument("--grid", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="blocks in the grid")
+    fixed.add_argument("--regs", type=_integer, default=None, metavar="N", help="registers per thread")
+    fixed.add_argument("--smem", type=parse_size, default=None, metavar="SIZE", help="static shared memory per block")
+    fixed.add_argument("--dynamic-smem", type=parse_size, default=None, metavar="SIZE",
+                       help="dynamic shared memory per block")
+    fixed.add_argument("--carveout", type=_integer, default=None, metavar="PCT",
+                       help="percent of the unified L1/shared memory preferred for shared memory")
 
     bench = sub.add_parser("bench", help="simulation speed on fma_peak and a reduced gemm_tile128")
     bench.add_argument("--arch", default="h100", help="architecture (default h100)")

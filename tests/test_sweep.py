@@ -107,6 +107,10 @@ def test_launch_regs_varies_the_theoretical_occupancy_and_its_limiter(tmp_path):
     rows = json.loads(out.read_text())
     assert [(r["launch.regs"], r[OCCUPANCY], r[LIMITER]) for r in rows] == [(48, 37.5, "shared_memory"),
                                                                            (128, 25.0, "registers")]
+    p = cli(GEMM, "--arch", "h100", *SMALL_GEMM, "--regs", "128", "--vary", "STAGES=2,4", "--metrics",
+            "gpu_sim_cycle", "--quiet", "--out", out)  # a fixed override, at every point
+    assert p.returncode == 0, p.stderr
+    assert [(r["STAGES"], r[OCCUPANCY]) for r in json.loads(out.read_text())] == [(2, 25.0), (4, 25.0)]
 
 
 @pytest.mark.skipif(not HAS_LAUNCH_OVERRIDES, reason="gpusim.run has no launch overrides yet")
