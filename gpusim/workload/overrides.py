@@ -69,7 +69,8 @@ class LaunchOverrides:
 
     def text(self) -> str:
         """The overrides as flags: '--threads 128 --regs 64'."""
-        return " ".join(f"{FLAGS[k]} {dims_text(v) if k in ('threads', 'grid') else v}" for k, v in self.given().items())
+        return " ".join(f"{FLAGS[k]} {dims_text(v) if k in ('threads', 'grid') else v}"
+                        for k, v in self.given().items())
 
 
 def _dims(name: str, value, limits: tuple[int, int, int], what: str) -> tuple[int, int, int]:
