@@ -14,8 +14,9 @@ by difference between reduced runs that keep what sets a kernel's time:
   simulated as it runs, not averaged away, and the difference between two w is what a full wave costs. Alone,
   waves run at w_c < w_a < w_b (w_b the largest the budget allows, below the launch's full waves; the cost per
   wave from w_c to w_a checks the one from w_a to w_b: short blocks overlap across waves, so the first waves
-  cost more than later ones); with loop trips, at w = 0 and 1 (the trips' runs are long). Blocks must be alike: the projected instruction count is checked against the exact
-  one (the mix's), and `auto` runs the kernel in full when they differ by more than 1%.
+  cost more than later ones); with loop trips, at w = 0 and 1 (the trips' runs are long). Blocks must be
+  alike: the projected instruction count is checked against the exact one (the mix's), and `auto` runs the
+  kernel in full when they differ by more than 1%.
 
 With both, four runs (two wave counts x two trip counts) give every count bilinearly. Instruction counts
 that the mix gives exactly stay exact; everything time-based is projected (see project.py).
@@ -30,7 +31,7 @@ from ..workload.program import If, Loop
 
 SAMPLE_MODES = ("auto", "on", "off")
 AUTO_THRESHOLD = 5_000_000  # warp-instructions: `auto` samples kernels above this (about a minute at full detail)
-BUDGET = 1_500_000  # warp-instructions the reduced runs may simulate together (the largest first to go)
+BUDGET = 1_500_000  # warp-instructions the reduced runs may simulate together (trips: at least 4 even above it)
 MIN_TRIPS = 8  # a loop of fewer trips is not sampled (too little to gain, and no steady state to find)
 MIN_FULL_WAVES = 2  # waves are sampled with loop trips when at least this many full waves precede the tail
 MIN_FULL_WAVES_ALONE = 3  # and alone (a check point below the two) when at least this many do
