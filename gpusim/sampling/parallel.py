@@ -67,7 +67,8 @@ def map_runs(task: Callable[[int], Any], count: int, jobs: int, order: list[int]
     returns True the workers are stopped and RunsInterrupted raised. None: this machine runs them one after
     another (one core, or no fork): the caller does."""
     global _TASK, _DONE
-    if jobs <= 1 or count <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs <= 1 or count <= 1 or "fork" not in multiprocessing.get_all_start_methods() \
+            or multiprocessing.current_process().daemon:  # a pool's worker (a sweep's) may not have children
         return None  # the caller runs them in this process
     context = multiprocessing.get_context("fork")
     _TASK, _DONE = task, context.Array("q", 2)
