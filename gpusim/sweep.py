@@ -839,6 +839,10 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
 
 # ----------------------------------------------------------------------------------------------- plots and table
 
+PLOT_NAMES = {"gpu_sim_cycle": "cycles", "sm__inst_executed.avg.per_cycle_active": "IPC per SM",
+              "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved occupancy",
+              "l1tex__t_sector_hit_rate.pct": "L1 hit rate", "lts__t_sector_hit_rate.pct": "L2 hit rate",
+              "dram__bytes.sum.per_second": "DRAM bandwidth", OCCUPANCY: "theoretical occupancy"}
 SHORT_NAMES = {"gpu_sim_cycle": "cycles", "sm__inst_executed.avg.per_cycle_active": "IPC/SM",
                "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved occ %",
                "l1tex__t_sector_hit_rate.pct": "L1 hit %", "lts__t_sector_hit_rate.pct": "L2 hit %",
@@ -953,11 +957,12 @@ def plot_sweep(rows: list[dict], vary: dict[str, list], metrics: list[str], kern
                 ax.plot(positions, means, marker="o", label=f"mean over {', '.join(others)}")
                 ax.fill_between(positions, lows, highs, alpha=0.2, label="min to max")
                 legend = f"{len(combos)} combinations of the other axes"
-            if not numeric:
+            if not numeric or len(xs) <= 12:  # the varied values themselves as ticks
                 ax.set_xticks(positions)
                 ax.set_xticklabels([str(x) for x in xs])
             ax.set_xlabel(axis_label(axis))
-            ax.set_ylabel(f"{SHORT_NAMES.get(metric, metric)}" + (f" ({unit})" if unit else ""))
+            name = PLOT_NAMES.get(metric, metric)
+            ax.set_ylabel(name if not unit or unit == name else f"{name} ({unit})")
             ax.set_title(f"{kernel} on {on}: {metric}", fontsize=10)
             ax.grid(True, alpha=0.3)
             ax.legend(title=legend, fontsize=8, title_fontsize=8)

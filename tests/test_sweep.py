@@ -248,3 +248,26 @@ def test_dask_local_cluster_gives_the_pools_rows(tmp_path):
     assert pool.returncode == 0 and dask.returncode == 0, pool.stderr + dask.stderr
     assert "Traceback" not in dask.stderr, dask.stderr
     assert csv_rows(tmp_path / "dask.csv") == csv_rows(tmp_path / "pool.csv") and len(csv_rows(tmp_path / "pool.csv")) == 4
+
+
+def test_plots_average_the_other_axes_beyond_eight_combinations(tmp_path):
+    from gpusim.sweep import plot_sweep
+
+    vary = {"a": [1, 2], "b": [1, 2, 3], "c": ["x", "y", "z"]}
+    rows = [{**p, "m.pct": p["a"] * p["b"], OCCUPANCY: 50.0, LIMITER: "warps", ERROR: "" if p["b"] < 3 else "no",
+             WALL: 0.0} for p in points(vary)]
+    paths = plot_sweep(rows, vary, ["m.pct"], "k", "h100", tmp_path)
+    assert len(paths) == 6 and all(p.stat().st_size > 0 for p in paths)  # (m.pct + occupancy) x 3 axes
+
+
+def test_parquet_needs_pandas_and_pyarrow(tmp_path):
+    try:
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError:
+        p = cli(FMA, "--arch", "h100", *SMALL_FMA, "--vary", "threads=64", "--out", tmp_path / "r.parquet")
+        assert p.returncode == 1 and "pip install pandas pyarrow" in p.stderr and "Traceback" not in p.stderr
+        return
+    p = cli(FMA, "--arch", "h100", *SMALL_FMA, "--vary", "threads=64,128", "--quiet", "--out", tmp_path / "r.parquet")
+    assert p.returncode == 0, p.stderr
+    assert list(pandas.read_parquet(tmp_path / "r.parquet")["threads"]) == [64, 128]
