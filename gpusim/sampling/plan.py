@@ -35,6 +35,7 @@ BUDGET = 1_500_000  # warp-instructions the reduced runs may simulate together (
 MIN_TRIPS = 8  # a loop of fewer trips is not sampled (too little to gain, and no steady state to find)
 MIN_FULL_WAVES = 2  # waves are sampled with loop trips when at least this many full waves precede the tail
 MIN_FULL_WAVES_ALONE = 3  # and alone (a check point below the two) when at least this many do
+MAX_SHARE = 0.5  # waves alone are sampled only when the reduced runs simulate at most half the blocks
 SETTLED = 0.05  # the error estimate (see runner.project) up to which the steady state counts as reached
 
 
@@ -139,11 +140,19 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
             return Plan("full", f"no steady state to sample: {blocks:,} blocks make {full_waves} full wave(s) of "
                                 f"{wave_blocks:,} before the tail, and a loop of a constant count of at least "
                                 f"{MIN_TRIPS} trips is not there to sample instead", **base)
+        def share(w_b: int) -> int:  # blocks the runs at w_b / 4, w_b / 2 and w_b simulate together
+            return sum(at(w)[0] for w in (w_b // 4, w_b // 2, w_b))
+
         w_b = 2
-        while 2 * w_b < full_waves and sum(at(w)[0] for w in (w_b // 2, w_b, 2 * w_b)) / blocks * \
-                (total_insts or 0) <= BUDGET:
+        while 2 * w_b < full_waves and share(2 * w_b) <= blocks * MAX_SHARE and \
+                share(2 * w_b) / blocks * (total_insts or 0) <= BUDGET:
             w_b *= 2
         chosen = ((w_b // 2, "projection"), (w_b, "projection"), (w_b // 4, "check"))
+        simulated = sum(at(w)[0] for w, _ in chosen)
+        if simulated > blocks * MAX_SHARE:
+            return Plan("full", f"no gain from sampling: {blocks:,} blocks make {full_waves} full waves of "
+                                f"{wave_blocks:,} and a tail of {tail:,}; the reduced runs would simulate "
+                                f"{simulated:,} blocks", **base)
         points = tuple(Point(at(w)[0], None, w, role, round((total_insts or 0) * at(w)[0] / blocks))
                        for w, role in chosen)
         return Plan("waves", f"{full_waves} full waves of {wave_blocks:,} blocks and a tail of {tail:,}: the tail "
