@@ -271,3 +271,11 @@ def test_parquet_needs_pandas_and_pyarrow(tmp_path):
     p = cli(FMA, "--arch", "h100", *SMALL_FMA, "--vary", "threads=64,128", "--quiet", "--out", tmp_path / "r.parquet")
     assert p.returncode == 0, p.stderr
     assert list(pandas.read_parquet(tmp_path / "r.parquet")["threads"]) == [64, 128]
+
+
+@pytest.mark.skipif(not HAS_LAUNCH_OVERRIDES, reason="gpusim.run has no launch overrides yet")
+def test_launch_dimensions_as_16x16():
+    assert parse_values("launch.threads", "256,16x16,8x8x4") == [256, "16x16", "8x8x4"]
+    rows = as_rows(gpusim.sweep(FMA, arch="h100", vary={"launch.threads": "256,16x16", "launch.grid": ["4x2"]},
+                                jobs=1, metrics=["gpu_sim_cycle"], sms=2, params={"blocks": 8, "iters": 8}))
+    assert [r[ERROR] for r in rows] == ["", ""] and rows[0]["gpu_sim_cycle"] == rows[1]["gpu_sim_cycle"]
