@@ -735,6 +735,10 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
         dask_scheduler = dask_scheduler or "local"
         if dask_scheduler != "local" and not re.fullmatch(r"(tcp|tls|ws|wss|inproc|ucx)://\S+", dask_scheduler):
             raise GpusimError(f"--dask-scheduler {shown(dask_scheduler, 60)}: expected tcp://HOST:PORT or local")
+        try:  # (before the output file is started)
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise GpusimError('--executor dask needs dask.distributed: pip install "gpusim[cluster]"') from None
     if memory not in api.MEMORY_MODELS:
         raise GpusimError(f"--memory {shown(memory, 40)}: a sweep takes {' or '.join(api.MEMORY_MODELS)}")
     if jobs is not None and not (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs >= 1):
