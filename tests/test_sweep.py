@@ -279,3 +279,13 @@ def test_launch_dimensions_as_16x16():
     rows = as_rows(gpusim.sweep(FMA, arch="h100", vary={"launch.threads": "256,16x16", "launch.grid": ["4x2"]},
                                 jobs=1, metrics=["gpu_sim_cycle"], sms=2, params={"blocks": 8, "iters": 8}))
     assert [r[ERROR] for r in rows] == ["", ""] and rows[0]["gpu_sim_cycle"] == rows[1]["gpu_sim_cycle"]
+
+
+def test_dask_missing_is_a_one_line_error_naming_the_extra(tmp_path):
+    code = ("import sys; sys.modules['dask'] = sys.modules['dask.distributed'] = None\n"
+            "from gpusim.cli import main\n"
+            f"sys.exit(main(['sweep', {str(FMA)!r}, '--arch', 'h100', '--vary', 'threads=64', '--executor', 'dask', "
+            f"'--out', {str(tmp_path / 'r.csv')!r}]))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 1 and 'pip install "gpusim[cluster]"' in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "r.csv").exists()
