@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .plan import SETTLED, Plan, Point, with_trips
+from .plan import SETTLED, Plan, Point, hot_loops, with_trips
 from .project import additive, as_record, extrapolate, project_line
 
 # Counts the mix gives exactly, and the additive quantities (see project.additive) that equal them
@@ -15,10 +15,9 @@ INSTRUCTION_CHECK = 0.01  # projected vs exact instruction count: beyond 1% the 
 
 
 def point_kernel(kernel, plan: Plan, point: Point):
+    """The kernel one reduced run simulates: as written, or with its hot loops at the point's trips."""
     if point.trips is None:
         return kernel
-    from .plan import hot_loops
-
     loops, _ = hot_loops(kernel)
     return with_trips(kernel, loops, point.trips)
 
