@@ -107,10 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="simulate a kernel cycle by cycle")
     run.add_argument("workload", help="a workload YAML file, an Accel-Sim trace (.traceg, .traceg.xz) or a trace "
                                       "directory's kernelslist.g")
-    run.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file")
+    run.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file; "
+                                                   "a,b,c runs each and prints them side by side")
     run.add_argument("--scheduler", default="lrr", help="warp scheduler policy: lrr (default: the H200's even "
                                                         "progress of warps, see validation/), gto, two_level, "
-                                                        "oldest_first")
+                                                        "oldest_first; x,y or all: each, side by side")
     run.add_argument("--simt", default="stack", metavar="stack|its",
                      help="divergence model: reconvergence stack (default) or Volta+ independent thread scheduling")
     run.add_argument("--sms", type=_integer, default=None, help="simulate only N SMs (same per-SM model)")
@@ -369,12 +370,21 @@ def _cmd_run(args) -> int:
     from .report.progress import Progress
 
     limit = MAX_INSTRUCTIONS if args.max_instructions is None else args.max_instructions
+    combos = _side_by_side(args.arch, args.scheduler)
+    results = []
     with _CtrlC() as ctrl_c:
-        result = run(args.workload, args.arch, scheduler=args.scheduler, simt=args.simt, sms=args.sms,
-                     params=parse_overrides(args.set), seed=args.seed, memory=args.memory, max_instructions=limit,
-                     on_count=announce, sample=args.sample, progress=None if args.quiet else Progress(),
-                     interrupt=ctrl_c, threads=args.threads, grid=args.grid, regs=args.regs, smem=args.smem,
-                     dynamic_smem=args.dynamic_smem, carveout=args.carveout)
+        for arch, scheduler in combos:
+            result = run(args.workload, arch, scheduler=scheduler, simt=args.simt, sms=args.sms,
+                         params=parse_overrides(args.set), seed=args.seed, memory=args.memory,
+                         max_instructions=limit, on_count=announce if not results else None, sample=args.sample,
+                         progress=None if args.quiet else Progress(), interrupt=ctrl_c, threads=args.threads,
+                         grid=args.grid, regs=args.regs, smem=args.smem, dynamic_smem=args.dynamic_smem,
+                         carveout=args.carveout)
+            results.append(result)
+            if result.partial:
+                break
+    if len(combos) > 1:
+        return _print_side_by_side(args, results)
     for note in result.notes:
         print(f"note: {one_line(note)}", file=sys.stderr)
     for warning in result.warnings:
@@ -405,6 +415,51 @@ def _cmd_run(args) -> int:
         print(f"{mark}: the metrics so far")
     if result.metrics:
         print_run(result)
+    if args.json:
+        print(f"wrote {args.json}")
+    return code
+
+
+def _side_by_side(arch: str, scheduler: str) -> list[tuple[str, str]]:
+    """The runs `--arch a,b --scheduler x,y|all` asks for: every arch with every scheduler, in that order (an
+    existing file whose name holds a comma is one arch)."""
+    from pathlib import Path
+
+    from .engine.scheduler import policy_names
+
+    archs = [arch] if "," not in arch or Path(arch).exists() else [a.strip() for a in arch.split(",")]
+    schedulers = policy_names() if scheduler == "all" else [s.strip() for s in scheduler.split(",")]
+    for what, names in (("--arch", archs), ("--scheduler", schedulers)):
+        if any(not n for n in names) or len(set(names)) != len(names):
+            raise GpusimError(f"{what} {shown(arch if what == '--arch' else scheduler, 60)}: expected distinct "
+                              f"comma-separated names")
+    return [(a, s) for a in archs for s in schedulers]
+
+
+def _print_side_by_side(args, results) -> int:
+    """Several runs of one workload: warnings, one table with a column per run and its ratio to the first, and
+    the JSON record {"runs": [a record per run]}."""
+    from .report.run_report import print_side_by_side
+
+    for result in results:
+        for warning in result.warnings:
+            print(f"warning: {result.arch}/{result.scheduler}: {one_line(warning)}", file=sys.stderr)
+    record = _json({"runs": [r.to_dict() for r in results]})
+    partial = any(r.partial for r in results)
+    code = 130 if partial else 0
+    if partial:
+        print(_interrupted_mark(results[-1].interrupted) + f" (run {len(results)}); the runs so far",
+              file=sys.stderr if args.json == "-" else sys.stdout)
+    if args.json == "-":
+        print(record)
+        return code
+    if args.json:
+        try:
+            with open(args.json, "w") as fh:
+                fh.write(record + "\n")
+        except OSError as exc:
+            raise GpusimError(f"--json {args.json}: cannot write ({exc.strerror})") from None
+    print_side_by_side([r for r in results if r.metrics])
     if args.json:
         print(f"wrote {args.json}")
     return code

@@ -96,3 +96,48 @@ def print_run(result) -> None:
         return
     console.print(f"simulated in {result.wall_seconds:.2f} s: {m['smsp__inst_executed.sum'] / wall:,.0f} "
                   f"warp-instructions/s, {m['gpu_sim_cycle'] / wall:,.0f} cycles/s")
+
+
+SIDE_BY_SIDE = (  # (label, metric, format, lower is better)
+    ("cycles", "gpu_sim_cycle", "{:,.0f}", True),
+    ("time (us)", "gpu__time_duration.sum", "{:,.2f}", True),
+    ("IPC per SM", "sm__inst_executed.avg.per_cycle_active", "{:.3f}", False),
+    ("achieved occupancy (%)", "sm__warps_active.avg.pct_of_peak_sustained_active", "{:.1f}", False),
+    ("theoretical occupancy (%)", "sm__maximum_warps_per_active_cycle_pct", "{:.1f}", False),
+    ("L1 hit rate (%)", "l1tex__t_sector_hit_rate.pct", "{:.1f}", False),
+    ("L2 hit rate (%)", "lts__t_sector_hit_rate.pct", "{:.1f}", False),
+    ("DRAM GB/s", "dram__bytes.sum.per_second", "{:,.0f}", False),
+    ("tensor TFLOP/s", "gpusim__tensor_flop.per_second", "{:,.1f}", False),
+    ("FP32 TFLOP/s", "gpusim__fp32_flop.per_second", "{:,.1f}", False),
+    ("warp-instructions", "smsp__inst_executed.sum", "{:,.0f}", True),
+)
+
+
+def print_side_by_side(results) -> None:
+    """One table for several runs of a workload (archs, schedulers): a column per run, each value with its
+    ratio to the first run's."""
+    if not results:
+        return
+    console = Console(width=160)
+    first = results[0]
+    table = Table(title=f"{plain(first.kernel)}: side by side (ratio to {first.arch}/{first.scheduler})")
+    table.add_column("metric")
+    for r in results:
+        sampled = (r.sampling or {}).get("method", "full") != "full"
+        table.add_column(f"{r.arch} / {r.scheduler}{' (sampled)' if sampled else ''}", justify="right")
+    for label, key, fmt, _ in SIDE_BY_SIDE:
+        if not any(key in r.metrics for r in results):
+            continue
+        base = first.metrics.get(key)
+        scale = 1e-12 if "flop.per_second" in key else 1e-9 if key.endswith("per_second") else \
+            1e6 if key == "gpu__time_duration.sum" else 1
+        cells = []
+        for r in results:
+            value = r.metrics.get(key)
+            if value is None:
+                cells.append("-")
+                continue
+            ratio = f" ({value / base:.2f}x)" if base and r is not first else ""
+            cells.append(fmt.format(value * scale) + ratio)
+        table.add_row(label, *cells)
+    console.print(table)
