@@ -18,6 +18,7 @@ from .arch import ArchSpec, load_arch
 from .engine.gpu import build_gpu
 from .engine.scheduler import DEFAULT_POLICY, policy_names
 from .errors import GpusimError, shorten, shown
+from .stats.invariants import speed_of_light
 from .stats.metrics import combine_metrics, kernel_metrics
 from .trace import TraceKernel, is_command_list, is_trace, load_trace, read_command_list
 from .workload import Kernel, WorkloadError, kernel_mix, load_workload
@@ -414,6 +415,7 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
     metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
                                     mix.total_warp_insts if exact else None,
                                     mix.total_thread_insts if exact else None)
+    metrics.update(speed_of_light(metrics, spec))  # percentages of peak from the projected counts, not extrapolated
     last = results[-1]
     for w in last.warnings + more:
         if w not in warnings:

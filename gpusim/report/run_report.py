@@ -32,6 +32,19 @@ def print_command_list(result) -> None:
                   f"{m['smsp__inst_executed.sum'] / max(result.wall_seconds, 1e-9):,.0f} warp-instructions/s")
 
 
+SPEED_OF_LIGHT = (  # Nsight Compute's first section: the busiest compute and memory unit, then each unit
+    ("compute throughput (busiest SM unit)", "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+    ("memory throughput (busiest memory unit)", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),
+    ("issue slots", "sm__inst_executed.avg.pct_of_peak_sustained_elapsed"),
+    ("FP32 (FMA) pipe", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    ("tensor pipe", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    ("L1TEX data stage (L1 and shared)", "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed"),
+    ("SM-to-L2 ports", "gpusim__l1_to_l2_bytes.avg.pct_of_peak_sustained_elapsed"),
+    ("L2 slices", "lts__t_sectors.avg.pct_of_peak_sustained_elapsed"),
+    ("DRAM (of the achievable peak)", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+)
+
+
 def print_run(result) -> None:
     if result.kernels:
         print_command_list(result)
@@ -67,12 +80,19 @@ def print_run(result) -> None:
         if key in m:
             value = m[key] / 1e9 if key.endswith("per_second") else m[key]
             rows.append((label, fmt.format(value)))
+    sol = [(label, key) for label, key in SPEED_OF_LIGHT if key in m]
+    if sol:
+        rows.append(("speed of light (% of peak):", ""))
+        rows += [(f"  {label}", f"{m[key]:.1f}%") for label, key in sol]
+        if m.get("gpusim__arithmetic_intensity_flop_per_dram_byte"):
+            rows.append(("  arithmetic intensity (FLOP / DRAM byte)",
+                         f"{m['gpusim__arithmetic_intensity_flop_per_dram_byte']:,.1f}"))
     sampling = result.sampling or {}
     if sampling.get("method", "full") != "full":
         rows.append(("sampled (the rest projected)", f"{sampling['method']}, {sampling['simulated_warp_instructions']:,} "
                                                      f"warp-inst simulated, error ~{sampling['error_estimate_pct']:.1f}%"))
     elif sampling:
-        rows.append(("sampled", f"no, simulated in full ({plain(sampling['detail'])})"))
+        rows.append(("sampled", "no, simulated in full (why: the record's sampling.detail)"))
     for row in rows:
         summary.add_row(*row)
     console.print(summary)

@@ -15,39 +15,82 @@ def _share(count: int, sms: int, total_sms: int) -> int:
     return max(1, round(count * min(1.0, sms / total_sms)))
 
 
+def throughputs(metrics: dict, spec) -> list[tuple[str, str, float, float, str]]:
+    """What each modelled unit achieved against its peak in the run's cycles: (label, the Nsight Compute name of
+    its percent of peak, achieved, peak, unit); the memory units only with the memory hierarchy's counters."""
+    m = metrics
+    cycles = m["gpu_sim_cycle"]
+    sms = m["launch__sm_count"]
+    sub = spec.sm.sub_partitions
+    fp32_peak = sms * sub * spec.pipelines.fp32.lanes * 2 * spec.clocks.core_mhz * 1e6
+    tensor_peak = sms * sub * spec.pipelines.tensor.dense_fp16_flops_per_clock * spec.clocks.tensor_mhz * 1e6
+    rows = [  # issue: one warp-instruction per sub-partition per clock; FP32 and tensor work at their pipes' peaks
+        ("instructions issued", "sm__inst_executed.avg.pct_of_peak_sustained_elapsed",
+         m["smsp__inst_executed.sum"] / cycles, sms * sub, "warp-inst/clk"),
+        ("FP32 throughput", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+         m.get("gpusim__fp32_flop.per_second", 0.0), fp32_peak, "FLOP/s"),
+        ("tensor throughput", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+         m.get("gpusim__tensor_flop.per_second", 0.0), tensor_peak, "FLOP/s"),
+    ]
+    if "l1tex__data_pipe_lsu_wavefronts.sum" not in m:
+        return rows  # a fixed-latency memory model: no hierarchy
+    mem = spec.memory
+    slices = _share(mem.l2.slices, sms, spec.sms)
+    channels = _share(mem.dram.channels, sms, spec.sms)
+    dram_peak = channels * mem.dram.bandwidth_gbs * 1e9 / mem.dram.channels
+    rows += [  # the L1TEX data stage: one wavefront per SM per clock; each SM's port to L2; L2 slices; DRAM
+        ("L1TEX data-stage wavefronts", "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
+         m["l1tex__data_pipe_lsu_wavefronts.sum"] / cycles, sms, "wavefronts/clk"),
+        ("SM to L2 bytes", "gpusim__l1_to_l2_bytes.avg.pct_of_peak_sustained_elapsed",
+         m["gpusim__l1_to_l2_bytes"] / cycles, sms * mem.l2.sm_bytes_per_clock, "B/clk"),
+        ("L2 bytes", "lts__t_sectors.avg.pct_of_peak_sustained_elapsed",
+         m["lts__t_sectors.sum"] * mem.l2.sector_bytes / cycles,
+         slices * mem.l2.bandwidth_bytes_per_clock / mem.l2.slices, "B/clk"),
+        ("DRAM bandwidth", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+         m["dram__bytes.sum.per_second"], dram_peak * mem.dram.read_efficiency, "B/s"),
+    ]
+    return rows
+
+
+COMPUTE_UNITS = ("sm__inst_executed.avg.pct_of_peak_sustained_elapsed",
+                 "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+                 "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+                 "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed")
+MEMORY_UNITS = ("l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
+                "gpusim__l1_to_l2_bytes.avg.pct_of_peak_sustained_elapsed",
+                "lts__t_sectors.avg.pct_of_peak_sustained_elapsed",
+                "dram__throughput.avg.pct_of_peak_sustained_elapsed")
+
+
+def speed_of_light(metrics: dict, spec) -> dict:
+    """Nsight Compute's Speed Of Light section: each unit's percent of its peak in the run's cycles (the DRAM
+    peak is the arch's achievable one: datasheet x read efficiency), compute and memory throughput (the busiest
+    unit of each kind, as `sm__throughput` and `gpu__compute_memory_throughput` are), and the arithmetic
+    intensity (FLOP per DRAM byte)."""
+    if not metrics.get("gpu_sim_cycle"):
+        return {}
+    out = {name: 100.0 * achieved / peak if peak else 0.0 for _, name, achieved, peak, _ in throughputs(metrics, spec)}
+    out["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = max(out.get(k, 0.0) for k in COMPUTE_UNITS)
+    out["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] = max(
+        out.get(k, 0.0) for k in MEMORY_UNITS)
+    flops = metrics.get("gpusim__fp32_flop.sum", 0) + metrics.get("gpusim__tensor_flop.sum", 0)
+    dram = metrics.get("dram__bytes.sum", 0)
+    out["gpusim__arithmetic_intensity_flop_per_dram_byte"] = flops / dram if dram else 0.0
+    return out
+
+
 def violations(metrics: dict, spec) -> list[str]:
     """The physical limits `metrics` (a run's record) break on `spec`; empty when none."""
     m = metrics
     out: list[str] = []
-    cycles = m["gpu_sim_cycle"]
-    sms = m["launch__sm_count"]
-    if not cycles:
+    if not m["gpu_sim_cycle"]:
         return out
-    sub = spec.sm.sub_partitions
-
-    def limit(name: str, achieved: float, peak: float, unit: str) -> None:
+    for name, _, achieved, peak, unit in throughputs(m, spec):
         if achieved > peak * SLACK:
             out.append(f"{name}: {achieved:.4g} {unit} exceeds the peak {peak:.4g} {unit} ({achieved / peak:.3f}x)")
-
-    # issue: one warp-instruction per sub-partition per clock; FP32 and tensor work at their pipes' peaks
-    limit("instructions issued", m["smsp__inst_executed.sum"] / cycles, sms * sub, "warp-inst/clk")
-    fp32_peak = sms * sub * spec.pipelines.fp32.lanes * 2 * spec.clocks.core_mhz * 1e6
-    limit("FP32 throughput", m.get("gpusim__fp32_flop.per_second", 0.0), fp32_peak, "FLOP/s")
-    tensor_peak = sms * sub * spec.pipelines.tensor.dense_fp16_flops_per_clock * spec.clocks.tensor_mhz * 1e6
-    limit("tensor throughput", m.get("gpusim__tensor_flop.per_second", 0.0), tensor_peak, "FLOP/s")
     if "l1tex__data_pipe_lsu_wavefronts.sum" not in m:
         return out  # a fixed-latency memory model: no hierarchy to check
-    # the L1TEX data stage: one wavefront (banks x bank width bytes) per SM per clock
-    limit("L1TEX data-stage wavefronts", m["l1tex__data_pipe_lsu_wavefronts.sum"] / cycles, sms, "wavefronts/clk")
-    # each SM's port to L2, the L2 slices, the DRAM channels
     mem = spec.memory
-    limit("SM to L2 bytes", m["gpusim__l1_to_l2_bytes"] / cycles, sms * mem.l2.sm_bytes_per_clock, "B/clk")
-    slices = _share(mem.l2.slices, sms, spec.sms)
-    l2_peak = slices * mem.l2.bandwidth_bytes_per_clock / mem.l2.slices
-    limit("L2 bytes", m["lts__t_sectors.sum"] * mem.l2.sector_bytes / cycles, l2_peak, "B/clk")
-    channels = _share(mem.dram.channels, sms, spec.sms)
-    dram_peak = channels * mem.dram.bandwidth_gbs * 1e9 / mem.dram.channels
-    limit("DRAM bandwidth", m["dram__bytes.sum.per_second"], dram_peak * mem.dram.read_efficiency, "B/s")
     # causality: no load completes before its level's load-to-use latency
     for level, latency in (("l1_hit", mem.l1.hit_latency), ("l2_hit", mem.l2.hit_latency),
                            ("dram", mem.dram.latency)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .counters import REASONS
+from .invariants import speed_of_light
 
 # Nsight Compute pipe names for our pipeline classes
 PIPE_NAMES = {"fp32": "fma", "int32": "alu", "fp64": "fp64", "sfu": "xu", "tensor": "tensor",
@@ -78,6 +79,7 @@ def kernel_metrics(gpu, cycles: int) -> dict:
             pipes[key] = pipes.get(key, 0) + n
     m.update(sorted(pipes.items()))
     m.update(gpu.memory.metrics(cycles))
+    m.update(speed_of_light(m, spec))
     return m
 
 

@@ -1,0 +1,42 @@
+"""Speed of light (issue 14, item 4): each unit's percent of its peak, compute and memory throughput as the busiest
+unit of each kind, arithmetic intensity; the bound unit of a bandwidth kernel and a tensor kernel is the one near
+100%, and none is above it."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusim.api import run
+from gpusim.stats.invariants import COMPUTE_UNITS, MEMORY_UNITS
+
+from .conftest import ROOT
+
+PCT = [*dict.fromkeys(COMPUTE_UNITS + MEMORY_UNITS), "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+       "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]
+
+
+def test_a_copy_is_memory_bound_at_the_dram():
+    m = run(ROOT / "workloads/microbench/stream.yaml", "h100", sms=8, params={"blocks": 64}).metrics
+    assert all(0.0 <= m[k] <= 100.01 for k in PCT)
+    assert m["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] == \
+        m["dram__throughput.avg.pct_of_peak_sustained_elapsed"] >= 80
+    assert m["sm__throughput.avg.pct_of_peak_sustained_elapsed"] < 50
+    assert m["gpusim__arithmetic_intensity_flop_per_dram_byte"] == 0.0  # a copy does no arithmetic
+
+
+@pytest.mark.parametrize("arch", ["a100", "h100"])
+def test_an_mma_loop_is_tensor_bound(arch):
+    """mma.sync at its measured rate: the whole dense peak on A100, about 70% of it on Hopper (whose peak is
+    wgmma's; the H200 measured 2,729 FLOP/clk/SM for mma.sync, see validation/)."""
+    m = run(ROOT / "workloads/microbench/hmma_peak.yaml", arch, sms=2).metrics
+    assert m["sm__throughput.avg.pct_of_peak_sustained_elapsed"] == \
+        m["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] >= 60
+    assert m["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] <= 100.01
+
+
+def test_a_sampled_run_recomputes_them_from_its_projected_counts():
+    r = run(ROOT / "workloads/gemm_tile128.yaml", "h100", params=dict(M=512, N=256, K=1024), sample="on")
+    m = r.metrics
+    cycles = m["gpu_sim_cycle"]
+    expected = 100 * m["smsp__inst_executed.sum"] / cycles / (m["launch__sm_count"] * 4)
+    assert m["sm__inst_executed.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(expected)
