@@ -146,7 +146,7 @@ def print_side_by_side(results) -> None:
         sampled = (r.sampling or {}).get("method", "full") != "full"
         table.add_column(f"{r.arch} / {r.scheduler}{' (sampled)' if sampled else ''}", justify="right")
     for label, key, fmt, _ in SIDE_BY_SIDE:
-        if not any(key in r.metrics for r in results):
+        if not any(r.metrics.get(key) for r in results):  # absent or zero in every run: left out
             continue
         base = first.metrics.get(key)
         scale = 1e-12 if "flop.per_second" in key else 1e-9 if key.endswith("per_second") else \
