@@ -362,10 +362,10 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         start(f"{kernel.name} (sampled: {len(points)} reduced runs)", sum(p.blocks for p in points),
               sum(p.warp_insts for p in points))
 
-    def one(index: int, report=None) -> RunResult:
+    def one(index: int, report=None, stop=None) -> RunResult:
         point = points[index]
         return _run_kernel(point_kernel(kernel, plan, point), spec, max_instructions=None, on_count=None,
-                           sample="off", block_limit=point.blocks, progress=report, interrupt=None, **options)
+                           sample="off", block_limit=point.blocks, progress=report, interrupt=stop, **options)
 
     def worker(index: int) -> RunResult:
         done = [0, 0]
@@ -392,9 +392,7 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                     if callable(update):
                         update(base[0] + blocks, cycle, base[1] + insts)
 
-                result = _run_kernel(point_kernel(kernel, plan, points[index]), spec, max_instructions=None,
-                                     on_count=None, sample="off", block_limit=points[index].blocks,
-                                     progress=report, interrupt=interrupt, **options)
+                result = one(index, report, interrupt)
                 if result.partial:
                     raise parallel.RunsInterrupted
                 results.append(result)

@@ -72,6 +72,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
+def _add_launch_overrides(group) -> None:
+    """--threads, --grid, --regs, --smem, --dynamic-smem, --carveout: `run`'s and `sweep`'s launch overrides."""
+    group.add_argument("--threads", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="threads per block")
+    group.add_argument("--grid", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="blocks in the grid")
+    group.add_argument("--regs", type=_integer, default=None, metavar="N", help="registers per thread")
+    group.add_argument("--smem", type=parse_size, default=None, metavar="SIZE",
+                       help="static shared memory per block (bytes; 48K, 64KB, 1M accepted)")
+    group.add_argument("--dynamic-smem", type=parse_size, default=None, metavar="SIZE",
+                       help="dynamic shared memory per block (bytes; 48K, 64KB, 1M accepted)")
+    group.add_argument("--carveout", type=_integer, default=None, metavar="PCT",
+                       help="percent of the unified L1/shared memory preferred for shared memory (default: the "
+                            "smallest step holding the resident blocks' shared memory); sets the resident blocks "
+                            "and the L1 size")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpusim", description="Cycle-level GPU SM simulator and CUDA-exact occupancy calculator.")
     parser.add_argument("--version", action="version", version=f"gpusim {__version__}")
@@ -135,17 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "warp-instructions, on samples any kernel that has a steady state, off simulates in full")
     launch = run.add_argument_group("launch overrides", "replace the workload's launch (the program stays as written; "
                                     "an override that contradicts the workload is refused: see the README)")
-    launch.add_argument("--threads", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="threads per block")
-    launch.add_argument("--grid", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="blocks in the grid")
-    launch.add_argument("--regs", type=_integer, default=None, metavar="N", help="registers per thread")
-    launch.add_argument("--smem", type=parse_size, default=None, metavar="SIZE",
-                        help="static shared memory per block (bytes; 48K, 64KB, 1M accepted)")
-    launch.add_argument("--dynamic-smem", type=parse_size, default=None, metavar="SIZE",
-                        help="dynamic shared memory per block (bytes; 48K, 64KB, 1M accepted)")
-    launch.add_argument("--carveout", type=_integer, default=None, metavar="PCT",
-                        help="percent of the unified L1/shared memory preferred for shared memory (default: the "
-                             "smallest step holding the resident blocks' shared memory); sets the resident blocks "
-                             "and the L1 size")
+    _add_launch_overrides(launch)
 
     sweep = sub.add_parser("sweep", help="run a workload at every point of a Cartesian product of variations, in "
                                          "parallel, one row per point")
@@ -191,14 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--sample", default="auto", choices=["auto", "on", "off"],
                        help="sampled simulation where not varied (see gpusim run --help)")
     fixed = sweep.add_argument_group("launch overrides", "at every point where not varied (see gpusim run --help)")
-    fixed.add_argument("--threads", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="threads per block")
-    fixed.add_argument("--grid", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="blocks in the grid")
-    fixed.add_argument("--regs", type=_integer, default=None, metavar="N", help="registers per thread")
-    fixed.add_argument("--smem", type=parse_size, default=None, metavar="SIZE", help="static shared memory per block")
-    fixed.add_argument("--dynamic-smem", type=parse_size, default=None, metavar="SIZE",
-                       help="dynamic shared memory per block")
-    fixed.add_argument("--carveout", type=_integer, default=None, metavar="PCT",
-                       help="percent of the unified L1/shared memory preferred for shared memory")
+    _add_launch_overrides(fixed)
 
     bench = sub.add_parser("bench", help="simulation speed on fma_peak and a reduced gemm_tile128")
     bench.add_argument("--arch", default="h100", help="architecture (default h100)")
