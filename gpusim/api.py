@@ -362,10 +362,17 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         start(f"{kernel.name} (sampled: {len(points)} reduced runs)", sum(p.blocks for p in points),
               sum(p.warp_insts for p in points))
 
+    # an observer (plots, timeline, per-instruction view) sees one reduced run, the largest projection point's
+    # (the whole grid's tail and its hot loop at the most trips), simulated in this process
+    observer = options.pop("observer", None)
+    observed = max((i for i, p in enumerate(points) if p.role == "projection"),
+                   key=lambda i: (points[i].warp_insts, i))
+
     def one(index: int, report=None, stop=None) -> RunResult:
         point = points[index]
         return _run_kernel(point_kernel(kernel, plan, point), spec, max_instructions=None, on_count=None,
-                           sample="off", block_limit=point.blocks, progress=report, interrupt=stop, **options)
+                           sample="off", block_limit=point.blocks, progress=report, interrupt=stop,
+                           observer=observer if index == observed else None, **options)
 
     def worker(index: int) -> RunResult:
         done = [0, 0]
@@ -384,7 +391,8 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         return interrupt is not None and bool(interrupt())
 
     try:
-        results = parallel.map_runs(worker, len(points), parallel.default_jobs(len(points)), order, waiting)
+        jobs = 1 if observer is not None else parallel.default_jobs(len(points))
+        results = parallel.map_runs(worker, len(points), jobs, order, waiting)
         if results is None:  # one core: one after another, here
             results, base = [], [0, 0]
             for index in range(len(points)):
@@ -410,10 +418,16 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         if callable(stop):
             stop()
     exact = mix is not None and not mix.estimated
+    if observer is not None:
+        observed_point = points[observed]
+        observed_run = {"blocks": observed_point.blocks, "trips": observed_point.trips,
+                        "cycles": results[observed].metrics.get("gpu_sim_cycle")}
     metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
                                     mix.total_warp_insts if exact else None,
                                     mix.total_thread_insts if exact else None)
     metrics.update(speed_of_light(metrics, spec))  # percentages of peak from the projected counts, not extrapolated
+    if observer is not None:
+        record["observed_run"] = observed_run  # what the observer (plots, timeline, per-instruction) saw
     last = results[-1]
     for w in last.warnings + more:
         if w not in warnings:

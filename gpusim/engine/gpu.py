@@ -15,6 +15,7 @@ from ..memory import FixedLatencyMemory
 from ..memory.hierarchy import MemoryHierarchy
 from ..workload.stream import BlockStreams
 from .dispatcher import Dispatcher, interleave_by_gpc
+from .observer import complete as complete_observer
 from .scheduler import DEFAULT_POLICY
 from .sm import SM
 from .subpartition import INF
@@ -60,6 +61,8 @@ class GPU:
         if self.occupancy.blocks_per_sm == 0:
             raise GpusimError(f"{kernel.source}: the launch cannot be resident on {spec.name}: {self.occupancy.reason}")
         timing = TimingTable(spec)
+        observer = complete_observer(observer)
+        self.observer = observer
         self.layout = sm_layout(spec, sms)
         self.memory = self._memory(memory, sum(len(tpc) for gpc in self.layout for tpc in gpc))
         self.sms: list[SM] = []
@@ -213,6 +216,8 @@ class GPU:
                 for warp in waiting:
                     if warp.since < now:
                         stall[warp.reason] += now - warp.since
+                        if self.observer is not None:
+                            self.observer.state(sp, warp, warp.reason, warp.since, now)
                         warp.since = now
 
 

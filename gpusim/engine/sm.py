@@ -55,6 +55,8 @@ class SM:
         warps_per_block = kernel.launch.warps_per_block
         block.live = warps_per_block
         self.running_blocks += 1
+        if self.observer is not None:
+            self.observer.block_started(self, block_index, now)
         if self.running_blocks > self.max_running_blocks:
             self.max_running_blocks = self.running_blocks
         for i in range(warps_per_block):
@@ -71,6 +73,8 @@ class SM:
             return
         warp.finished = True
         self.counters.warps_changed(now, -1, warp.sp.index)
+        if self.observer is not None:
+            self.observer.warp_exited(self, warp.sp, warp, now)
         heapq.heappush(self.free_slots, warp.slot)
         forget = getattr(warp.sp.policy, "forget", None)
         if forget is not None:
@@ -87,6 +91,8 @@ class SM:
             self.resident_blocks -= 1
             self.running_blocks -= 1
             self.counters.blocks_done += 1
+            if self.observer is not None:
+                self.observer.block_retired(self, block.index, now)
             self.gpu.block_retired(self, now)
 
     # --- barriers ------------------------------------------------------------------------------------------

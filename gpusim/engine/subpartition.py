@@ -47,6 +47,8 @@ class SubPartition:
     def add_warp(self, warp: Warp, now: int) -> None:
         self.counters.warps_changed(now, +1, self.index)
         warp.since = now
+        if self.observer is not None:
+            self.observer.warp_started(self.sm, self, warp, now)
         if self.fetch(warp):
             warp.reason = NOT_SELECTED
             self.make_ready(warp)
@@ -86,9 +88,12 @@ class SubPartition:
         this scheduler issued this cycle). A warp is eligible only in the second case."""
         heap, ready, stall = self.heap, self.ready, self.counters.stall
         pipe_free = self.pipe_free
+        observer = self.observer
         while heap and heap[0][0] <= now:
             t, _, warp, retire = heapq.heappop(heap)
             stall[warp.reason] += t - warp.since
+            if observer is not None and t > warp.since:
+                observer.state(self, warp, warp.reason, warp.since, t)
             warp.since = t
             if retire:
                 self.sm.retire_warp(warp, t)
@@ -103,11 +108,15 @@ class SubPartition:
                     throttle = warp.timing.throttle
                     if warp.reason != throttle:
                         stall[warp.reason] += now - warp.since
+                        if observer is not None and now > warp.since:
+                            observer.state(self, warp, warp.reason, warp.since, now)
                         warp.since, warp.reason = now, throttle
                 elif chosen is None:
                     chosen = warp
                 elif warp.reason != NOT_SELECTED:
                     stall[warp.reason] += now - warp.since
+                    if observer is not None and now > warp.since:
+                        observer.state(self, warp, warp.reason, warp.since, now)
                     warp.since, warp.reason = now, NOT_SELECTED
             if chosen is not None:
                 pipe = chosen.timing.pipe_index
@@ -117,6 +126,8 @@ class SubPartition:
                     for warp in ready:
                         if warp.reason == NOT_SELECTED and warp.timing.pipe_index == pipe:
                             stall[NOT_SELECTED] += soon - warp.since
+                            if observer is not None and soon > warp.since:
+                                observer.state(self, warp, NOT_SELECTED, warp.since, soon)
                             warp.since, warp.reason = soon, warp.timing.throttle
         # the next cycle this sub-partition can do anything
         nxt = heap[0][0] if heap else INF
@@ -136,6 +147,9 @@ class SubPartition:
         inst, timing, counters = warp.inst, warp.timing, self.counters
         assert inst is not None, "only a warp with a fetched instruction is ready"
         counters.stall[warp.reason] += now - warp.since  # the issue cycle itself is counted as selected
+        observer = self.observer
+        if observer is not None and now > warp.since:
+            observer.state(self, warp, warp.reason, warp.since, now)
         counters.inst += 1
         lanes = inst.mask.bit_count()
         counters.thread_inst += lanes
@@ -144,8 +158,8 @@ class SubPartition:
         counters.tensor_flops += timing.tensor_flops
         counters.pipeline_insts[timing.pipeline_index] += 1
         self.policy.issued(warp, now)
-        if self.observer is not None:
-            self.observer.issued(self.sm, self, warp, inst, now)
+        if observer is not None:
+            observer.issued(self.sm, self, warp, inst, now)
         pipe = timing.pipe_index
         regs = warp.regs
         if timing.is_memory:
@@ -154,6 +168,8 @@ class SubPartition:
             drain = self.pipe_drain[pipe]
             start = drain if drain > now else now
             ready_at, busy = self.memory.access(self.sm_index, inst, start)  # a MemoryResult or a plain pair
+            if observer is not None:
+                observer.accessed(self.sm, self, warp, inst, start, ready_at)
             done = start + (busy if busy > timing.interval else timing.interval)  # the data stage, MSHRs, port
             self.pipe_drain[pipe] = done
             accept = done - (self.queue_depth - 1) * timing.interval
