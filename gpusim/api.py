@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -60,11 +61,16 @@ class RunResult:
     sampling: dict | None = None  # what was simulated in detail and what projected (see gpusim.sampling)
     partial: bool = False  # stopped early (interrupt): the metrics are the counters at the cycle reached
     interrupted: dict | None = None  # for a partial run: {"cycle": N, "blocks_retired": k, "blocks": M}
+    per_instruction: list | None = None  # --per-inst: one object per static instruction (gpusim.stats.per_instruction)
+    timeline: Any = attrs.field(default=None, eq=False, repr=False)  # what a recorder saw (plots; not in the record)
 
     def to_dict(self) -> dict:
         """The JSON record (wall time left out, so identical runs give identical records)."""
         d = attrs.asdict(self)
         d.pop("wall_seconds")
+        d.pop("timeline")
+        if d["per_instruction"] is None:
+            d.pop("per_instruction")
         if not d["kernels"]:
             d.pop("kernels")
         if d["sampling"] is None:

@@ -354,6 +354,7 @@ def _cmd_workload(args) -> int:
 
 def _cmd_run(args) -> int:
     from .api import run
+    from .engine.observer import Tee
     from .workload import parse_overrides
 
     from .api import ENGINE_RATE, MAX_INSTRUCTIONS, size_text
@@ -369,6 +370,10 @@ def _cmd_run(args) -> int:
 
     limit = MAX_INSTRUCTIONS if args.max_instructions is None else args.max_instructions
     combos = _side_by_side(args.arch, args.scheduler)
+    views = _views(args)
+    if views and len(combos) > 1:
+        raise GpusimError("--plot, --trace and --per-inst show one run: give one --arch and one --scheduler")
+    observer = Tee(*(v.observer for v in views)) if any(v.observer is not None for v in views) else None
     results = []
     with _CtrlC() as ctrl_c:
         for arch, scheduler in combos:
@@ -377,7 +382,7 @@ def _cmd_run(args) -> int:
                          max_instructions=limit, on_count=announce if not results else None, sample=args.sample,
                          progress=None if args.quiet else Progress(), interrupt=ctrl_c, threads=args.threads,
                          grid=args.grid, regs=args.regs, smem=args.smem, dynamic_smem=args.dynamic_smem,
-                         carveout=args.carveout)
+                         carveout=args.carveout, observer=observer)
             results.append(result)
             if result.partial:
                 break
@@ -391,6 +396,8 @@ def _cmd_run(args) -> int:
         print(one_line(f"note: {len(result.unknown_opcodes)} opcode(s) not in the opcode table ran as int32-pipe "
                        f"instructions: " + ", ".join(f"{op} ({n:,} warp-inst)"
                                                      for op, n in result.unknown_opcodes.items())), file=sys.stderr)
+    for view in views:  # what the views add to the result (the per-instruction rows) before the record is made
+        result = view.attach(result)
     record = _json(result.to_dict())
     code = 130 if result.partial else 0  # interrupted: the shell's code for SIGINT, with the metrics so far
     mark = _interrupted_mark(result.interrupted) if result.partial else None
@@ -398,6 +405,8 @@ def _cmd_run(args) -> int:
         if mark:
             print(mark, file=sys.stderr)
         print(record)
+        for view in views:  # (files they write are named on stderr: stdout holds the record alone)
+            view.report(result, sys.stderr)
         return code
     from .report.run_report import print_run
 
@@ -413,9 +422,19 @@ def _cmd_run(args) -> int:
         print(f"{mark}: the metrics so far")
     if result.metrics:
         print_run(result)
+    for view in views:
+        view.report(result, sys.stdout)
     if args.json:
         print(f"wrote {args.json}")
     return code
+
+
+def _views(args) -> list:
+    """The pictures and views a run was asked for (--plot, --trace, --per-inst), each an object with `observer`
+    (a gpusim.engine.observer.Observer recording the run, or None), `attach(result) -> result` (adds what belongs
+    in the record) and `report(result, stream)` (writes its files and prints what it wrote, or its table)."""
+    views: list = []
+    return views
 
 
 def _side_by_side(arch: str, scheduler: str) -> list[tuple[str, str]]:
