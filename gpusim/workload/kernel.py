@@ -333,15 +333,16 @@ class _Loader:
         if static < shared_sum:
             self.fail(raw.line, f"launch shared_memory_bytes: {static} is less than the {shared_sum} bytes the "
                                 f"shared buffers need")
-        for key in sorted(LAUNCH_KEYS & raw.keys()):
+        launch = Launch(grid=self.dims(raw["grid"], raw.line, "grid", params),
+                        block=self.dims(raw["block"], raw.line, "block", params),
+                        registers_per_thread=self.const(raw["registers_per_thread"], raw.line,
+                                                        "launch registers_per_thread", params),
+                        shared_memory_bytes=static,
+                        dynamic_shared_memory_bytes=self.const(raw.get("dynamic_shared_memory_bytes", 0), raw.line,
+                                                               "launch dynamic_shared_memory_bytes", params, minimum=0))
+        for key in sorted(LAUNCH_KEYS & raw.keys()):  # after the checks above, whose errors name file:line
             self.note_uses(f"launch.{key}", raw[key], params)
-        return Launch(grid=self.dims(raw["grid"], raw.line, "grid", params),
-                      block=self.dims(raw["block"], raw.line, "block", params),
-                      registers_per_thread=self.const(raw["registers_per_thread"], raw.line,
-                                                      "launch registers_per_thread", params),
-                      shared_memory_bytes=static,
-                      dynamic_shared_memory_bytes=self.const(raw.get("dynamic_shared_memory_bytes", 0), raw.line,
-                                                             "launch dynamic_shared_memory_bytes", params, minimum=0))
+        return launch
 
     def load(self, overrides: dict, seed: int = 0) -> Kernel:
         data = load_yaml_with_lines(self.path)
