@@ -240,8 +240,11 @@ def arch_dir() -> Path:
     return _PACKAGED if _PACKAGED.is_dir() else _CHECKOUT
 
 
+MIG_TABLE = "mig.yaml"  # the MIG profile tables beside the arch files (gpusim/arch/mig.py), not an arch
+
+
 def known_archs() -> list[str]:
-    return sorted(p.stem for p in arch_dir().glob("*.yaml"))
+    return sorted(p.stem for p in arch_dir().glob("*.yaml") if p.name != MIG_TABLE)
 
 
 def _strict_int(value, _type):
@@ -354,11 +357,27 @@ def parse_arch(data, source: str) -> ArchSpec:
     if not isinstance(data, dict):
         raise ArchError(f"{source}: expected a mapping of architecture keys at the top level")
     try:
-        return _converter().structure(data, ArchSpec)
+        spec = _converter().structure(data, ArchSpec)
     except (ClassValidationError, ForbiddenExtraKeysError) as exc:
         raise ArchError(one_line(_join(_describe(exc, "", data), source))) from None
     except (TypeError, ValueError) as exc:
         raise ArchError(one_line(f"{source}: {exc}")) from None
+    _check_fp16_rate(spec, data, source)
+    return spec
+
+
+def _check_fp16_rate(spec: ArchSpec, data, source: str) -> None:
+    """A file's tensor rates table states the FP16 peak the engine uses (sub_partitions x
+    dense_fp16_flops_per_clock) as its fp16 dense rate: the other precisions are read relative to it."""
+    rates = spec.pipelines.tensor.rates
+    engine = spec.sm.sub_partitions * spec.pipelines.tensor.dense_fp16_flops_per_clock
+    if rates is not None and rates.fp16.dense != engine:
+        path = "pipelines.tensor.rates.fp16.dense"
+        line = _line_of(data, path)
+        raise ArchError(one_line(
+            f"{source}: '{path}'{f' (line {line})' if line else ''}: expected sm.sub_partitions x "
+            f"pipelines.tensor.dense_fp16_flops_per_clock = {engine} FLOP/clk/SM (the engine's FP16 peak), "
+            f"got {rates.fp16.dense}"))
 
 
 def load_arch_file(path: Path) -> ArchSpec:
@@ -378,12 +397,17 @@ def _is_file(text: str) -> bool:
 
 
 def load_arch(name_or_path: str | Path | ArchSpec) -> ArchSpec:
-    """An ArchSpec from a shipped name ('h100'), a path to a YAML file, or an ArchSpec (returned as is)."""
+    """An ArchSpec from a shipped name ('h100'), a MIG slice of one ('h100:3g.40gb'), a path to a YAML file, or
+    an ArchSpec (returned as is)."""
     if isinstance(name_or_path, ArchSpec):
         return name_or_path
     text = str(name_or_path)
     if text.endswith((".yaml", ".yml")) or "/" in text or _is_file(text):
         return load_arch_file(Path(text))
+    if ":" in text:
+        from .mig import load_mig_slice
+
+        return load_mig_slice(text)
     key = text.lower()
     if key not in known_archs():
         raise ArchError(f"unknown arch '{shown(text, 40)}': expected one of {', '.join(known_archs())} "

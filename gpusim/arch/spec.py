@@ -17,6 +17,7 @@ from ..errors import shorten
 
 __all__ = [
     "ArchSpec", "Clocks", "Structure", "SMSpec", "FrontendSpec", "SharedMemorySpec", "Pipeline", "TensorPipeline",
+    "TensorRate", "TensorRates",
     "Pipelines", "L1Spec", "L2Spec", "DramSpec", "MemorySpec", "describe_fields",
 ]
 
@@ -67,8 +68,8 @@ def _number(lo, hi):
 class _Optional:
     """None, or what `inner` accepts."""
 
-    def __init__(self, inner):
-        self.inner, self.text = inner, f"{inner.text}, or absent"
+    def __init__(self, inner, text: str | None = None):
+        self.inner, self.text = inner, text or f"{inner.text}, or absent"
 
     def __call__(self, instance, attribute, value):
         if value is not None:
@@ -214,6 +215,46 @@ class Pipeline:
 
 
 @attrs.frozen
+class TensorRate:
+    """One precision's tensor-core peak per SM per tensor clock (at clocks.tensor_mhz, as the FP16 peak)."""
+
+    dense: int = _field("dense peak per SM: FLOP (FMA = 2) for floating point, operations for integers",
+                        "FLOP/clk/SM", _count(MIB))
+    sparse: int | None = _field("peak with 2:4 structured sparsity (a dense-equivalent rate); absent: the part has "
+                                "no sparse tensor path", "FLOP/clk/SM", _Optional(_count(MIB)), default=None)
+
+    def __attrs_post_init__(self):
+        if self.sparse is not None and not self.dense <= self.sparse <= 2 * self.dense:
+            raise ValueError(f"sparse: expected dense to 2 x dense ({self.dense} to {2 * self.dense}), "
+                             f"got {self.sparse}")
+
+
+_RATE = _Optional(v.instance_of(TensorRate), "a mapping of dense (and sparse) FLOP/clk/SM, or absent")
+
+
+def _rate(precision: str):
+    return _field(f"{precision} tensor-core peak per SM (dense, sparse); absent: no {precision} tensor path",
+                  "FLOP/clk/SM", _RATE, default=None)
+
+
+@attrs.frozen
+class TensorRates:
+    """Tensor-core peaks by input precision, per SM per tensor clock (gpusim.arch.tensor reads them). fp16 is
+    the dense_fp16_flops_per_clock peak the engine uses, per SM; the others are NVIDIA's figures in the same
+    unit (TFLOPS / (SMs x tensor clock)). int8 and int4 count integer operations."""
+
+    fp16: TensorRate = _field("FP16 inputs (HMMA, HGMMA, UTCHMMA): the dense peak is sub_partitions x "
+                              "dense_fp16_flops_per_clock", "FLOP/clk/SM", v.instance_of(TensorRate))
+    bf16: TensorRate | None = _rate("BF16")
+    tf32: TensorRate | None = _rate("TF32")
+    fp8: TensorRate | None = _rate("FP8 (E4M3, E5M2)")
+    fp6: TensorRate | None = _rate("FP6 (E3M2, E2M3)")
+    fp4: TensorRate | None = _rate("FP4 (E2M1)")
+    int8: TensorRate | None = _rate("INT8")
+    int4: TensorRate | None = _rate("INT4")
+
+
+@attrs.frozen
 class TensorPipeline:
     dense_fp16_flops_per_clock: int = _field("dense FP16 FLOP (FMA = 2) per clock per sub-partition", "FLOP/clk",
                                              _count(64 * KIB))
@@ -223,6 +264,9 @@ class TensorPipeline:
         "it is below the peak (Hopper and later reach the peak only with warpgroup / tcgen05 MMA); "
         "default: dense_fp16_flops_per_clock", "FLOP/clk",
         validator=_Optional(_count(64 * KIB)), default=None)
+    rates: TensorRates | None = _field(
+        "tensor-core peaks by precision, per SM (fp16, bf16, tf32, fp8, fp6, fp4, int8, int4; dense and sparse); "
+        "absent: only the FP16 peak above is known", validator=_Optional(v.instance_of(TensorRates), "a mapping of precisions, or absent"), default=None)
 
     @property
     def warp_mma_rate(self) -> int:

@@ -1,17 +1,34 @@
-"""`gpusim archs`: one row per shipped architecture with its derived peaks."""
+"""`gpusim archs`: one row per shipped architecture with its derived peaks (tensor peaks by precision too), the
+arch-file schema (`--fields`) and the MIG profiles (`--mig`)."""
 
 from __future__ import annotations
+
+import types
+import typing
 
 from rich.console import Console
 from rich.table import Table
 
 from ..arch import known_archs, load_arch
+from ..arch.tensor import PRECISIONS, tensor_rate
+
+
+def tensor_rows(spec) -> tuple[dict, dict]:
+    """(rates, tflops): per precision, {dense, sparse} FLOP/clk/SM (None where the part has no such path), and the
+    dense peak in TFLOPS (TOPS for integers) = rate x SMs x tensor clock."""
+    rates, tflops = {}, {}
+    for precision in PRECISIONS:
+        dense, sparse = tensor_rate(spec, precision), tensor_rate(spec, precision, sparse=True)
+        rates[precision] = None if dense is None else {"dense": dense, "sparse": sparse}
+        tflops[precision] = None if dense is None else round(dense * spec.sms * spec.clocks.tensor_mhz * 1e6 / 1e12, 1)
+    return rates, tflops
 
 
 def arch_rows() -> list[dict]:
     rows = []
     for name in known_archs():
         spec = load_arch(name)
+        rates, tflops = tensor_rows(spec)
         rows.append({
             "name": spec.name,
             "full_name": spec.full_name,
@@ -23,6 +40,8 @@ def arch_rows() -> list[dict]:
             "peak_fp16_tensor_tflops": round(spec.peak_fp16_tensor_tflops, 1),
             "dram_bandwidth_gbs": spec.memory.dram.bandwidth_gbs,
             "l2_bytes": spec.memory.l2.size_bytes,
+            "tensor_rates": rates,  # FLOP (integers: operations) per clock per SM at tensor_mhz; null: no such path
+            "tensor_tflops": tflops,  # dense peaks
         })
     return rows
 
@@ -38,7 +57,56 @@ def print_arch_table(rows: list[dict]) -> None:
         table.add_row(r["name"], r["full_name"], r["compute_capability"], str(r["sms"]), clock,
                       f"{r['peak_fp32_tflops']:.1f}", f"{r['peak_fp16_tensor_tflops']:.1f}",
                       f"{r['dram_bandwidth_gbs']:g}", f"{r['l2_bytes'] / 2**20:g}")
-    Console(width=140).print(table)
+    console = Console(width=140)
+    console.print(table)
+    console.print(_tensor_table(rows))
+
+
+def _tensor_table(rows: list[dict]) -> Table:
+    table = Table(title="tensor-core peaks by input precision: dense TFLOPS (INT: TOPS); 'x2 sp' = 2:4 sparsity "
+                        "doubles it; - = no tensor path", title_justify="left")
+    table.add_column("name")
+    for precision in PRECISIONS:
+        table.add_column(precision.upper(), justify="right")
+    for r in rows:
+        cells = []
+        for precision in PRECISIONS:
+            rate, tflops = r["tensor_rates"][precision], r["tensor_tflops"][precision]
+            if rate is None:
+                cells.append("-")
+                continue
+            sparse = rate["sparse"]
+            note = "" if sparse is None else " x2 sp" if sparse == 2 * rate["dense"] else f" x{sparse / rate['dense']:.2g} sp"
+            cells.append(f"{tflops:g}{note}")
+        table.add_row(r["name"], *cells)
+    return table
+
+
+def print_mig_table(rows: list[dict], without: list[str]) -> None:
+    table = Table(title="MIG profiles (arch/mig.yaml; use as --arch ARCH:PROFILE)", title_justify="left")
+    for col in ("arch:profile", "SMs", "GPCs", "compute", "memory", "memory GB", "L2 MB", "DRAM GB/s",
+                "instances"):
+        table.add_column(col, justify="left" if col == "arch:profile" else "right")
+    for r in rows:
+        table.add_row(r["name"], str(r["sms"]), str(r["gpcs"]), f"{r['compute_slices']}/7", f"{r['memory_slices']}/8",
+                      f"{r['memory_gb']:g}", f"{r['l2_bytes'] / 2**20:g}", f"{r['dram_bandwidth_gbs']:g}",
+                      str(r["max_instances"]))
+    console = Console(width=140, highlight=False)
+    console.print(table)
+    if without:
+        console.print(f"no MIG: {', '.join(without)} (NVIDIA's MIG user guide lists none of them)")
+
+
+def _attrs_class(tp):
+    """The attrs class a field holds, also inside `X | None`; None for plain values."""
+    import attrs
+
+    if isinstance(tp, type):
+        return tp if attrs.has(tp) else None
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        return inner[0] if len(inner) == 1 and isinstance(inner[0], type) and attrs.has(inner[0]) else None
+    return None
 
 
 def field_rows() -> list[dict]:
@@ -52,8 +120,12 @@ def field_rows() -> list[dict]:
 
     def walk(cls, prefix: str) -> None:
         for a in attrs.fields(attrs.resolve_types(cls)):
-            if isinstance(a.type, type) and attrs.has(a.type):
-                walk(a.type, f"{prefix}{a.name}.")
+            nested = _attrs_class(a.type)
+            if nested is not None:
+                if nested is not a.type:  # an optional group: list it, then its fields
+                    rows.append({"field": prefix + a.name, "unit": "", "range": a.metadata.get("range", ""),
+                                 "description": a.metadata.get("doc", "")})
+                walk(nested, f"{prefix}{a.name}.")
                 continue
             rows.append({"field": prefix + a.name, "unit": a.metadata.get("unit", ""),
                          "range": a.metadata.get("range", ""), "description": a.metadata.get("doc", "")})
