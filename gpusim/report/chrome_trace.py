@@ -154,9 +154,18 @@ class ChromeTrace(Observer):
         if reason == NOT_SELECTED:
             self._count(index, 1, start, end)
         inst = warp.inst
-        where = "" if inst is None else f',"op":{self._name(inst.info.opcode)},"pc":"{inst.pc:#06x}"'
-        self._slice(index, slot_tid(index, warp.slot), start, end, self._name(reason),
-                    f'{{"warp":{warp.gid},"block":{warp.block.index}{where}}}')
+        name = self._names.get(reason) or self._name(reason)
+        where = "" if inst is None else \
+            f',"op":{self._names.get(inst.info.opcode) or self._name(inst.info.opcode)},"pc":"{inst.pc:#06x}"'
+        args = f'{{"warp":{warp.gid},"block":{warp.block.index}{where}}}'
+        tid = (index + 1) * 10000 + 5000 + warp.slot  # slot_tid, inline: this runs for every interval
+        if self._lo <= start and end <= self._hi and self._room > 0:
+            self._room -= 1
+            self._events += 1
+            self._file.write(f',\n{{"ph":"X","pid":{index + 1},"tid":{tid},"ts":{start},"dur":{end - start},'  # type: ignore[union-attr]
+                             f'"name":{name},"args":{args}}}')
+        else:
+            self._slice(index, tid, start, end, name, args)
 
     def issued(self, sm: Any, sp: Any, warp: Any, inst: Any, now: int) -> None:
         index = sm.index
@@ -165,12 +174,27 @@ class ChromeTrace(Observer):
         now += self._offset
         if now >= self._last:
             self._last = now + 1
+        op = inst.info.opcode
+        name = self._names.get(op) or self._name(op)
+        args = f'{{"warp":{warp.gid},"block":{warp.block.index},"pc":"{inst.pc:#06x}"}}'
+        pid = index + 1
+        scheduler, slot = pid * 10000 + sp.index, pid * 10000 + 5000 + warp.slot  # scheduler_tid, slot_tid
+        counts = self._counters
+        bucket = (now - self._lo) >> counts.shift  # type: ignore[union-attr]
+        if self._lo <= now < self._hi and self._room > 1 and bucket < counts.cap:  # type: ignore[union-attr]
+            rows = counts.sums[index]  # type: ignore[union-attr]
+            rows[1][bucket] += 1  # the issuing warp is eligible in its issue cycle
+            rows[2][bucket] += 1
+            self._room -= 2
+            self._events += 2
+            self._file.write(f',\n{{"ph":"X","pid":{pid},"tid":{scheduler},"ts":{now},"dur":1,"name":{name},'  # type: ignore[union-attr]
+                             f'"args":{args}}},\n{{"ph":"X","pid":{pid},"tid":{slot},"ts":{now},"dur":1,'
+                             f'"name":{name},"args":{args}}}')
+            return
         self._count(index, 1, now, now + 1)
         self._count(index, 2, now, now + 1)
-        name = self._name(inst.info.opcode)
-        args = f'{{"warp":{warp.gid},"block":{warp.block.index},"pc":"{inst.pc:#06x}"}}'
-        self._slice(index, scheduler_tid(index, sp.index), now, now + 1, name, args)
-        self._slice(index, slot_tid(index, warp.slot), now, now + 1, name, args)
+        self._slice(index, scheduler, now, now + 1, name, args)
+        self._slice(index, slot, now, now + 1, name, args)
 
     # --- writing -----------------------------------------------------------------------------------------
     def _begin(self, gpu: Any) -> None:
