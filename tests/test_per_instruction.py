@@ -192,3 +192,23 @@ def test_per_inst_with_several_runs_is_refused():
     """One view shows one run: two archs with --per-inst is a one-line error."""
     p = run_cli("run", str(SMEM), "--arch", "h100,a100", "--sms", "1", "--per-inst")
     assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and "--per-inst" in p.stderr
+
+
+def test_a_rejected_sample_is_left_out_for_the_full_run_that_replaced_it():
+    """Under --sample auto a sample rejected as unsettled is followed by a full run, and the observer saw both:
+    the rows are the full run's alone (the record names the rejected sample's observed run)."""
+    from types import SimpleNamespace
+
+    from gpusim.stats.per_instruction import superseded_runs
+
+    rejected = {"method": "full", "rejected_sample": {"observed_run": {"blocks": 1, "trips": 2, "cycles": 9}}}
+    assert superseded_runs(SimpleNamespace(kernels=[], sampling=rejected)) == {0}
+    assert superseded_runs(SimpleNamespace(kernels=[], sampling={"method": "full"})) == set()
+    listing = [{"sampling": {"method": "full"}}, {"sampling": rejected}, {}]  # a command list: runs 0, (1), 2, 3
+    assert superseded_runs(SimpleNamespace(kernels=listing, sampling=None)) == {1}
+    recorder = PerInstructionRecorder()
+    run(SMEM, "h100", sms=1, params=dict(iters=4), observer=recorder)  # stands in for the rejected reduced run
+    result = run(SMEM, "h100", sms=1, observer=recorder)
+    rows = recorder.rows(skip=frozenset({0}))
+    assert "kernel" not in rows[0] and rows == observed(SMEM, sms=1)[1]
+    assert_rows_add_up(rows, result.metrics)

@@ -11,7 +11,7 @@ import attrs
 from rich.console import Console
 from rich.table import Table
 
-from ..stats.per_instruction import PerInstructionRecorder
+from ..stats.per_instruction import PerInstructionRecorder, superseded_runs
 from .text import plain
 
 MAX_ROWS = 40  # a longer program shows its heaviest rows (by warp-cycles), the rest counted as hidden
@@ -28,7 +28,7 @@ class PerInstructionView:
         self.table = table
 
     def attach(self, result: Any) -> Any:
-        return attrs.evolve(result, per_instruction=self.observer.rows())
+        return attrs.evolve(result, per_instruction=self.observer.rows(skip=superseded_runs(result)))
 
     def report(self, result: Any, stream: TextIO) -> None:
         if self.table:
@@ -151,9 +151,9 @@ def _notes(rows: list[dict], counted: bool) -> list[str]:
                      f"zeros)")
     if not counted:
         notes.append("no memory columns: the memory model keeps no counters (--memory fixed)")
-    notes.append("warp-cycles: the cycles warps waited to issue the instruction (stalls, as Nsight attributes them) "
-                 "plus its issue cycles; drain at exit goes to the EXIT; line -: no source line (a trace, or the "
-                 "program's implicit EXIT)")
+    notes.append("warp-cycles: the cycles warps waited to issue the instruction (its stalls, as Nsight attributes "
+                 "them: drain at exit on the EXIT) and its issue cycles")
+    notes.append("line -: no source line (a trace's instruction, or the program's implicit EXIT)")
     return notes
 
 

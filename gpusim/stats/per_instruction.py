@@ -134,16 +134,14 @@ class PerInstructionRecorder(Observer):
             self._tallies, self._last = kernel.tallies, {}
             self._memory = kernel.memory if kernel.counted else None
 
-    def _tally(self, key: tuple[int, str]) -> _Tally:
-        tally = self._tallies.get(key)
-        if tally is None:
-            tally = self._tallies[key] = _Tally()
+    def _new(self, key: tuple[int, str]) -> _Tally:
+        tally = self._tallies[key] = _Tally()
         return tally
 
     def issued(self, sm: Any, sp: Any, warp: Any, inst: Any, now: int) -> None:
         info = inst.info
         key = (inst.pc, info.opcode)
-        tally = self._tally(key)
+        tally = self._tallies.get(key) or self._new(key)
         tally.executions += 1
         tally.thread_instructions += inst.mask.bit_count()
         self._last[warp.gid] = key
@@ -168,18 +166,33 @@ class PerInstructionRecorder(Observer):
     def state(self, sp: Any, warp: Any, reason: str, start: int, end: int) -> None:
         inst = warp.inst
         key = (inst.pc, inst.info.opcode) if inst is not None else self._last.get(warp.gid, _NOWHERE)
-        stalls = self._tally(key).stalls
+        stalls = (self._tallies.get(key) or self._new(key)).stalls
         stalls[reason] = stalls.get(reason, 0) + end - start
 
-    def rows(self) -> list[dict]:
+    def rows(self, skip: frozenset[int] = frozenset()) -> list[dict]:
         """One record per static instruction, in program order (a command list's kernels one after another,
-        each row naming its kernel)."""
-        several = len(self.kernels) > 1
+        each row naming its kernel). `skip`: the runs seen (in order) to leave out (see superseded_runs)."""
+        kept = [kernel for index, kernel in enumerate(self.kernels) if index not in skip]
         out = []
-        for index, kernel in enumerate(self.kernels):
+        for index, kernel in enumerate(kept):
             for row in kernel_rows(kernel.static, kernel.tallies, kernel.counted):
-                out.append({"kernel": index, "kernel_name": kernel.name, **row} if several else row)
+                out.append({"kernel": index, "kernel_name": kernel.name, **row} if len(kept) > 1 else row)
         return out
+
+
+def superseded_runs(result: Any) -> frozenset[int]:
+    """The runs an observer saw (in order) that a result does not stand for: under `--sample auto` a sample
+    rejected as unsettled is followed by a full run of the kernel (the record's sampling.rejected_sample), and
+    the observer saw both, the rejected one's reduced run first."""
+    records = result.kernels or [{"sampling": result.sampling}]
+    skip, seen = set(), 0
+    for record in records:
+        rejected = (record.get("sampling") or {}).get("rejected_sample") or {}
+        if "observed_run" in rejected:
+            skip.add(seen)
+            seen += 1
+        seen += 1
+    return frozenset(skip)
 
 
 _NOWHERE = (-1, "(drain before any issue)")  # a warp that drains without having issued: never seen, kept honest
@@ -233,7 +246,8 @@ def _row(pc: int, opcode: str, line: int | None, parts: list[_Tally], counted: b
     return row
 
 
-_SHARED_FIELDS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+_SHARED_FIELDS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+                  "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
                   "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                   "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
                   "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum")
@@ -244,7 +258,8 @@ def memory_record(totals: list[int], space: str) -> dict:
     bank conflicts, or global and local memory's requests, sectors, hits and DRAM bytes), with its rates:
     sectors per load request and the L1 and L2 sector hit rates."""
     m = {name: value for (name, _), value in zip(MEMORY_COUNTERS, totals)}
-    loads, sectors = m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"], m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+    loads = m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]
+    sectors = m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
     m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"] = (
         m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]
         + m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"]
@@ -260,4 +275,4 @@ def memory_record(totals: list[int], space: str) -> dict:
 
 
 __all__ = ["MEMORY_COUNTERS", "PerInstructionRecorder", "StaticInstruction", "kernel_rows", "memory_record",
-           "static_instructions"]
+           "static_instructions", "superseded_runs"]
