@@ -118,6 +118,7 @@ class ChromeTrace(Observer):
         except OSError as exc:
             raise GpusimError(f"--trace {shown(self.path, 60)}: cannot write ({exc.strerror})") from None
         self._file.write('{"traceEvents":[\n')
+        self._pending: list[str] = []  # events not yet written (written 8,192 at a time)
         self._events, self._room, self._dropped = 0, 0, 0
         self.stopped_at: int | None = None
         self._gpu: Any = None
@@ -162,8 +163,11 @@ class ChromeTrace(Observer):
         if self._lo <= start and end <= self._hi and self._room > 0:
             self._room -= 1
             self._events += 1
-            self._file.write(f',\n{{"ph":"X","pid":{index + 1},"tid":{tid},"ts":{start},"dur":{end - start},'  # type: ignore[union-attr]
-                             f'"name":{name},"args":{args}}}')
+            pending = self._pending
+            pending.append(f',\n{{"ph":"X","pid":{index + 1},"tid":{tid},"ts":{start},"dur":{end - start},'
+                           f'"name":{name},"args":{args}}}')
+            if len(pending) >= 8192:
+                self._flush()
         else:
             self._slice(index, tid, start, end, name, args)
 
@@ -187,9 +191,12 @@ class ChromeTrace(Observer):
             rows[2][bucket] += 1
             self._room -= 2
             self._events += 2
-            self._file.write(f',\n{{"ph":"X","pid":{pid},"tid":{scheduler},"ts":{now},"dur":1,"name":{name},'  # type: ignore[union-attr]
-                             f'"args":{args}}},\n{{"ph":"X","pid":{pid},"tid":{slot},"ts":{now},"dur":1,'
-                             f'"name":{name},"args":{args}}}')
+            pending = self._pending
+            pending.append(f',\n{{"ph":"X","pid":{pid},"tid":{scheduler},"ts":{now},"dur":1,"name":{name},'
+                           f'"args":{args}}},\n{{"ph":"X","pid":{pid},"tid":{slot},"ts":{now},"dur":1,'
+                           f'"name":{name},"args":{args}}}')
+            if len(pending) >= 8192:
+                self._flush()
             return
         self._count(index, 1, now, now + 1)
         self._count(index, 2, now, now + 1)
@@ -256,9 +263,15 @@ class ChromeTrace(Observer):
         if self._events >= self.max_events:
             self._dropped += 1  # (the room kept aside makes this not happen)
             return
-        assert self._file is not None, "a closed trace records nothing"
-        self._file.write(event if not self._events else ",\n" + event)
+        self._pending.append(event if not self._events else ",\n" + event)
         self._events += 1
+        if len(self._pending) >= 8192:
+            self._flush()
+
+    def _flush(self) -> None:
+        assert self._file is not None, "a closed trace records nothing"
+        self._file.write("".join(self._pending))
+        self._pending.clear()
 
     def _count(self, sm: int, which: int, start: int, end: int) -> None:
         start, end = max(start, self._lo), min(end, self._hi)
@@ -289,6 +302,7 @@ class ChromeTrace(Observer):
                 self._active(index, start, end)
             self._write_counters(index, end)
         self.summary = self._metadata(result, end)
+        self._flush()
         assert self._file is not None
         self._file.write("\n],\n" + '"otherData":' + json.dumps(self.summary, separators=(",", ":")) + "}\n")
         self.summary["bytes"] = self._file.tell()
@@ -391,8 +405,8 @@ class TraceView:
             print(f"trace: stopped at cycle {self.observer.stopped_at:,}: the {self.observer.max_events:,}-event "
                   f"limit; narrow it with --trace-window/--trace-sm", file=sys.stderr)
         start, end = summary["window"]
-        sms = ",".join(str(i) for i in summary["sms"])
-        print(f"wrote {self.observer.path}: SM {sms}, cycles {start:,} to {end:,}, {summary['events']:,} events, "
+        sms = ("SM " if len(summary["sms"]) == 1 else "SMs ") + ",".join(str(i) for i in summary["sms"])
+        print(f"wrote {self.observer.path}: {sms}, cycles {start:,} to {end:,}, {summary['events']:,} events, "
               f"{summary['bytes'] / 1e6:.1f} MB (open it at ui.perfetto.dev; 1 us there = 1 cycle)", file=stream)
         if "observed_run" in summary:
             print("note: a sampled run: the trace shows its one reduced run (the record's sampling.observed_run)",
