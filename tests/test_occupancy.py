@@ -195,8 +195,9 @@ def test_cli_table_and_plots(tmp_path):
     assert "Active warps per SM" in proc.stdout and "shared_memory" in proc.stdout
     pngs = sorted(tmp_path.glob("*.png"))
     stem = "occupancy_a100_128t_64r_49152b_"
-    assert sorted(p.name for p in pngs) == sorted(f"{stem}{k}.png" for k in ("block_size", "registers", "shared_memory"))
-    assert sorted(str(p) for p in pngs) == sorted(proc.stdout.strip().splitlines()[-3:])
+    assert sorted(p.name for p in pngs) == sorted(f"{stem}{k}.png" for k in ("block_size", "registers", "shared_memory",
+                                                                           "all"))
+    assert sorted(str(p) for p in pngs) == sorted(proc.stdout.strip().splitlines()[-4:])
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
 
 
