@@ -10,8 +10,8 @@ What the file holds, for each traced SM (`--trace-sm`, SM 0 by default):
   stall reason (long_scoreboard, not_selected, ...) or, in an issue cycle, by the opcode issued; args warp,
   block, and the waiting instruction's op and pc (none while the warp drains at exit);
 * counters "active warps", "eligible warps" (not_selected or issuing) and "issued warps" (= warp-instructions
-  issued per cycle): averages per cycle over buckets of `bucket_cycles` cycles (1 on a run of at most 2,048
-  cycles; the smallest power of two keeping at most 2,048 buckets otherwise).
+  issued per cycle): averages per cycle over buckets of 1 cycle on a run of at most 2,048 cycles, else of the
+  smallest power of two keeping at most 2,048 buckets (fewer where many SMs share a small `max_events`).
 Time: 1 cycle = 1 us in the file (ts and dur are whole cycles; no displayTimeUnit, which Perfetto would take
 as ns). The slices of a kernel list's kernels follow each other (each kernel starts where the one before ended).
 Size: the events stream to the file as the run makes them; `max_events` bounds them: when the next one would
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any, Iterable, TextIO
 
 from .. import __version__
@@ -55,6 +56,16 @@ def fixed_events(sms: int, sub_partitions: int, max_warps: int) -> int:
 def counter_buckets(max_events: int, sms: int) -> int:
     """Counter buckets per SM: at most BUCKETS, and their three counters at most a quarter of `max_events`."""
     return max(1, min(BUCKETS, max_events // (4 * 3 * sms) - 1))
+
+
+def slice_room(max_events: int, sms: int, sub_partitions: int, max_warps: int) -> int:
+    """The slices `max_events` leaves room for once the track names, the counters and the intervals closed at a
+    stop are set aside; a limit that leaves less than a quarter of itself is refused."""
+    room = max_events - fixed_events(sms, sub_partitions, max_warps) - sms * 3 * (counter_buckets(max_events, sms) + 1)
+    if room < max_events // 4:
+        raise GpusimError(f"--trace-max-events {max_events:,}: too small for {sms} SM(s) (the track names and "
+                          f"counters take {max_events - room:,}); raise it or trace fewer SMs with --trace-sm")
+    return room
 
 
 class _Counters:
@@ -220,14 +231,8 @@ class ChromeTrace(Observer):
         if missing:
             raise GpusimError(f"--trace-sm {missing[0]}: the run has SMs 0 to {len(by_index) - 1}")
         spec = gpu.sms[0].spec.sm
-        fixed = fixed_events(len(self.sms), spec.sub_partitions, spec.max_warps)
-        buckets = counter_buckets(self.max_events, len(self.sms))
-        self._room = self.max_events - fixed - len(self.sms) * 3 * (buckets + 1)
-        if self._room < self.max_events // 4:
-            raise GpusimError(f"--trace-max-events {self.max_events:,}: too small for {len(self.sms)} SM(s) (the "
-                              f"track names and counters take {self.max_events - self._room:,}); raise it or trace "
-                              f"fewer SMs with --trace-sm")
-        self._counters = _Counters(self.sms, self._lo, buckets)
+        self._room = slice_room(self.max_events, len(self.sms), spec.sub_partitions, spec.max_warps)
+        self._counters = _Counters(self.sms, self._lo, counter_buckets(self.max_events, len(self.sms)))
         for index in self.sms:
             self._name_tracks(by_index[index], spec.sub_partitions, spec.max_warps)
 
@@ -289,6 +294,11 @@ class ChromeTrace(Observer):
             quoted = self._names[text] = json.dumps(text)
         return quoted
 
+    @property
+    def bucket_cycles(self) -> int:
+        """The counters' bucket width in cycles (it doubles as the run grows past BUCKETS buckets)."""
+        return 1 << self._counters.shift if self._counters is not None else 1
+
     # --- the end -----------------------------------------------------------------------------------------
     def close(self, result: Any = None) -> dict:
         """Write the counters and the closing metadata (`otherData`); the file is complete after this. Returns
@@ -302,6 +312,7 @@ class ChromeTrace(Observer):
                 self._active(index, start, end)
             self._write_counters(index, end)
         self.summary = self._metadata(result, end)
+        self.summary["run_end"] = max(self._last, ran_to)
         self._flush()
         assert self._file is not None
         self._file.write("\n],\n" + '"otherData":' + json.dumps(self.summary, separators=(",", ":")) + "}\n")
@@ -332,7 +343,7 @@ class ChromeTrace(Observer):
         meta.update(sms=list(self.sms), window=[self._lo, max(self._lo, end)], events=self._events,
                     max_events=self.max_events, stopped_at=self.stopped_at,
                     counters=f"active, eligible and issued warps per cycle, averaged over buckets of "
-                             f"{1 << self._counters.shift if self._counters else 1} cycles")
+                             f"{self.bucket_cycles} cycle(s)")
         if len(self._kernel_starts) > 1:
             meta["kernel_starts"] = self._kernel_starts
         if self._dropped:
@@ -386,11 +397,7 @@ class TraceView:
             raise GpusimError("--trace shows one run: give one --arch and one --scheduler")
         count = sum(len(tpc) for gpc in sm_layout(spec, args.sms) for tpc in gpc)
         sms = parse_sms(args.trace_sm or "0", count)
-        fixed = fixed_events(len(sms), spec.sm.sub_partitions, spec.sm.max_warps)
-        need = fixed + len(sms) * 3 * (counter_buckets(max_events, len(sms)) + 1)
-        if max_events - need < max_events // 4:
-            raise GpusimError(f"--trace-max-events {max_events:,}: too small for {len(sms)} SM(s) (the track "
-                              f"names and counters take {need:,}); raise it or trace fewer SMs with --trace-sm")
+        slice_room(max_events, len(sms), spec.sm.sub_partitions, spec.sm.max_warps)  # refused before the run
         self.observer = ChromeTrace(args.trace, sms=sms, window=window, max_events=max_events)
 
     def attach(self, result: Any) -> Any:
@@ -398,8 +405,6 @@ class TraceView:
         return result
 
     def report(self, result: Any, stream: TextIO) -> None:
-        import sys
-
         summary = self.observer.close(result)
         if self.observer.stopped_at is not None:
             print(f"trace: stopped at cycle {self.observer.stopped_at:,}: the {self.observer.max_events:,}-event "
@@ -408,6 +413,8 @@ class TraceView:
         sms = ("SM " if len(summary["sms"]) == 1 else "SMs ") + ",".join(str(i) for i in summary["sms"])
         print(f"wrote {self.observer.path}: {sms}, cycles {start:,} to {end:,}, {summary['events']:,} events, "
               f"{summary['bytes'] / 1e6:.1f} MB (open it at ui.perfetto.dev; 1 us there = 1 cycle)", file=stream)
+        if end <= start:
+            print(f"note: the run ended at cycle {summary['run_end']:,}, before the window", file=stream)
         if "observed_run" in summary:
             print("note: a sampled run: the trace shows its one reduced run (the record's sampling.observed_run)",
                   file=stream)
