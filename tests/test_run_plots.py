@@ -171,6 +171,25 @@ def test_fixed_memory_leaves_out_the_memory_plot(tmp_path):
     assert len(skipped) == 2 and "memory" in skipped[0]
 
 
+def test_a_command_list_plots_its_first_kernel(tmp_path):
+    """A kernelslist.g's plots show its first kernel (the one the recorder hears) and say so in their titles."""
+    from tests.test_trace import _chain, write_trace
+
+    write_trace(tmp_path / "kernel-1.traceg", [_chain(20)] * 4)
+    write_trace(tmp_path / "kernel-2.traceg", [_chain(30)] * 4)
+    (tmp_path / "kernelslist.g").write_text("kernel-1.traceg\nkernel-2.traceg\n")
+    rec = TimelineRecorder()
+    result = rec.attach(run(tmp_path / "kernelslist.g", "h100", sms=1, observer=rec))
+    tl = result.timeline
+    assert tl.kernels_ignored == 1 and tl.cycles == result.kernels[0]["metrics"]["gpu_sim_cycle"]
+    assert tl.issued.sum() == result.kernels[0]["metrics"]["smsp__inst_executed.sum"]
+    paths, skipped = run_plots.write_plots(result, tmp_path / "plots")
+    assert len(paths) == 6 and skipped == []
+    ax = run_plots.plot_roofline(result)
+    assert "(kernel 1 of 2 in kernelslist.g)" in ax.get_title()
+    plt.close(ax.figure)
+
+
 def test_cli_plot_acceptance(tmp_path):
     """`gpusim run latency_hiding --arch h100 --sms 2 --plot DIR` writes at least five PNGs over 5 KB and prints
     their paths."""

@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import attrs
 import matplotlib
 
 matplotlib.use("Agg")
@@ -49,6 +50,16 @@ MEMORY_INTERVALS = 120  # time steps the memory plot shows at most (the recorder
 
 
 # --- titles and shared pieces ------------------------------------------------------------------------------
+def one_kernel(result):
+    """The run a plot shows: `result` itself, or for a command list its first kernel (the one a TimelineRecorder
+    records), named as such."""
+    if not result.kernels:
+        return result
+    first = result.kernels[0]
+    name = f"{first['kernel']} (kernel 1 of {len(result.kernels)} in {Path(str(result.kernel)).name})"
+    return attrs.evolve(result, kernel=name, metrics=first["metrics"], sampling=first.get("sampling"), kernels=[])
+
+
 def _spec(result, spec=None):
     if spec is not None:
         return spec
@@ -106,6 +117,7 @@ def warp_state_cycles(metrics: dict) -> dict[str, float]:
 def plot_warp_states(result, ax=None, spec=None):
     """Warp states per issued instruction: a stacked bar of all of them (their sum is the average cycles between
     a warp's issues) and a bar per state, largest first, as Nsight Compute's Warp State Statistics chart."""
+    result = one_kernel(result)
     spec = _spec(result, spec)
     values = warp_state_cycles(result.metrics)
     ax = _axes(ax, (10, 1.6 + 0.38 * (len(values) + 1)))
@@ -151,6 +163,7 @@ def plot_timeline(result, ax=None):
     """One SM's warp slots over the recorded window (AerialVision's warp raster): a row per slot, grouped by
     the scheduler that owns it, coloured by the slot's state each cycle (white: no warp); a dark tick marks each
     issue, so each band shows which warp its scheduler issued cycle by cycle."""
+    result = one_kernel(result)
     tl = _timeline(result, "plot_timeline")
     image, order = slot_raster(tl)
     ax = _axes(ax, (12, 7))
@@ -210,6 +223,7 @@ def plot_occupancy(result, ax=None):
     """Active (resident) warps per SM over time, their mean and spread across SMs, under the theoretical limit
     and the hardware's warp slots; below, eligible warps per SM (not_selected or issuing) and the warps issued
     per cycle (at most one per scheduler). Returns the upper Axes (the lower one shares its time axis)."""
+    result = one_kernel(result)
     tl = _timeline(result, "plot_occupancy")
     ax = _axes(ax, (11, 6.5))
     handles = _spread(ax, tl, tl.active, "tab:blue", "active warps")
@@ -262,6 +276,7 @@ def plot_blocks(result, ax=None):
     """Which SM ran which block when: a bar per block from the cycle its warps started to the cycle it retired,
     its SM's resident blocks side by side, coloured by wave (a wave is blocks per SM x SMs blocks), so the
     waves and the tail show."""
+    result = one_kernel(result)
     tl = _timeline(result, "plot_blocks")
     blocks = tl.blocks
     ax = _axes(ax, (11, max(4.5, min(9, 1.5 + 0.5 * tl.sms))))
@@ -315,6 +330,7 @@ def plot_memory(result, ax=None):
     """L1 and L2 sector hit rates (of the sectors requested in each interval) and, below, DRAM bandwidth (GB/s,
     the bytes the channels moved) over time, in at most MEMORY_INTERVALS steps between the memory counters'
     samples. Returns the upper Axes (the lower one shares its time axis)."""
+    result = one_kernel(result)
     tl = _timeline(result, "plot_memory")
     rates = tl.memory_rates(MEMORY_INTERVALS)
     if rates is None:
@@ -407,6 +423,7 @@ def plot_roofline(result, ax=None, spec=None):
     """A log-log roofline: the compute roofs (FP32, tensor) and bandwidth roofs (DRAM, L2, L1/shared) of the SMs
     the run simulated, ridge points marked, and the run at its arithmetic intensity for each level (FLOP per
     byte moved there; the DRAM one is gpusim__arithmetic_intensity_flop_per_dram_byte)."""
+    result = one_kernel(result)
     spec = _spec(result, spec)
     roof = roofline_points(result, spec)
     if not roof["bandwidth"]:
