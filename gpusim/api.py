@@ -43,6 +43,17 @@ ENGINE_RATE = 150_000  # warp-instructions per second, about what the engine sim
 PREFLIGHT_STEPS = 200_000  # counting steps the check spends at most (~0.1 s); beyond them it estimates
 
 
+def _plot_method(name: str):
+    """A RunResult method drawing gpusim.report.run_plots.<name> of the run (imported when first drawn)."""
+    def method(self, ax=None):
+        from .report import run_plots
+        return getattr(run_plots, name)(self, ax)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"gpusim.report.run_plots.{name} of this run on `ax` (a new figure when None); the Axes."
+    return method
+
+
 @attrs.frozen
 class RunResult:
     kernel: str
@@ -78,6 +89,15 @@ class RunResult:
         if d["interrupted"] is None:  # ("partial" is always there: false for a run that finished)
             d.pop("interrupted")
         return d
+
+    # plots of the run on a matplotlib Axes (a new figure when ax is None), returned (gpusim.report.run_plots);
+    # all but the warp states and the roofline need `timeline` (gpusim.stats.timeline.TimelineRecorder)
+    plot_warp_states = _plot_method("plot_warp_states")
+    plot_timeline = _plot_method("plot_timeline")
+    plot_occupancy = _plot_method("plot_occupancy")
+    plot_blocks = _plot_method("plot_blocks")
+    plot_memory = _plot_method("plot_memory")
+    plot_roofline = _plot_method("plot_roofline")
 
 
 def _launch_record(kernel) -> dict:

@@ -96,9 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     archs.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     archs.add_argument("--fields", action="store_true",
                        help="list every arch-file field with its unit, accepted range and description instead")
+    archs.add_argument("--mig", action="store_true",
+                       help="list the MIG profiles instead (SMs, memory, L2, DRAM bandwidth per slice); use one as "
+                            "--arch ARCH:PROFILE, e.g. --arch h100:3g.40gb")
 
     occ = sub.add_parser("occupancy", help="theoretical occupancy of a launch, as CUDA's calculator computes it")
-    occ.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file")
+    occ.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`), a MIG slice of one "
+                                                   "(h100:3g.40gb; see `gpusim archs --mig`) or path to a YAML file")
     occ.add_argument("--threads", type=_int_arg(1), default=None,
                      help="threads per block (required without --suggest; with it, shown beside the suggestion)")
     occ.add_argument("--regs", required=True, type=_int_arg(1), help="registers per thread")
@@ -107,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     occ.add_argument("--carveout", type=_int_arg(0, 100), default=None,
                      help="shared-memory carveout preference in percent (default: the device default, maximum)")
     occ.add_argument("--barriers", type=_int_arg(0), default=1, help="named barriers per block (default 1)")
+    occ.add_argument("--cluster", default=None, metavar="X[,Y[,Z]]",
+                     help="thread block cluster shape (cc 9.0 and newer): also the most clusters resident at once, "
+                          "per GPC and in all, as cudaOccupancyMaxActiveClusters reports it")
+    occ.add_argument("--non-portable", action="store_true",
+                     help="with --cluster: the kernel allows a non-portable cluster size (up to 16 blocks on H100 and "
+                          "B200; portable: 8)")
     occ.add_argument("--suggest", action="store_true",
                      help="suggest the block size that maximises occupancy and the smallest grid that fills the GPU, "
                           "as cudaOccupancyMaxPotentialBlockSize does")
@@ -116,13 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --suggest: shared memory per thread, added to --smem for each block size tried "
                           "(as the VariableSMem variant)")
     occ.add_argument("--json", action="store_true", help="print the result as JSON")
-    occ.add_argument("--plot", action="store_true", help="write the calculator's three graphs under plots/")
+    occ.add_argument("--plot", action="store_true", help="write the calculator's three graphs, and the three in one "
+                                                         "figure, under plots/")
     occ.add_argument("--plot-dir", default="plots", help="directory for --plot (default: plots)")
 
     run = sub.add_parser("run", help="simulate a kernel cycle by cycle")
     run.add_argument("workload", help="a workload YAML file, an Accel-Sim trace (.traceg, .traceg.xz) or a trace "
                                       "directory's kernelslist.g")
-    run.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file; "
+    run.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`), a MIG slice of one "
+                                                   "(h100:3g.40gb; see `gpusim archs --mig`) or path to a YAML file; "
                                                    "a,b,c runs each and prints them side by side")
     run.add_argument("--scheduler", default="lrr", help="warp scheduler policy: lrr (default: the H200's even "
                                                         "progress of warps, see validation/), gto, two_level, "
@@ -148,6 +160,26 @@ def build_parser() -> argparse.ArgumentParser:
                      help="sampled simulation: simulate reduced runs (fewer loop trips, the tail wave and one full "
                           "wave) and project the rest; auto (default) samples kernels of more than 5,000,000 "
                           "warp-instructions, on samples any kernel that has a steady state, off simulates in full")
+    run.add_argument("--per-inst", action="store_true",
+                     help="per-instruction view (as Nsight Compute's Source page): each static instruction's "
+                          "executions, stall cycles by reason, bank conflicts, sectors and hit rates (a table, and "
+                          "per_instruction in the JSON record; a sampled run shows its observed reduced run)")
+    timeline = run.add_argument_group("timeline", "Chrome Trace Event JSON for ui.perfetto.dev: a process per SM, "
+                                      "a track per warp scheduler (its issues) and per warp slot (its stall "
+                                      "states), counters of active, eligible and issued warps; 1 us = 1 cycle")
+    timeline.add_argument("--trace", metavar="FILE", default=None, help="write the run's timeline to FILE")
+    timeline.add_argument("--trace-window", metavar="START:END", default=None,
+                          help="only the cycles [START, END) (default: the whole run; 1000: or :5000 accepted)")
+    timeline.add_argument("--trace-sm", metavar="N[,M...]|all", default=None,
+                          help="the SMs traced (default 0), each a process: pid = SM index + 1")
+    timeline.add_argument("--trace-max-events", metavar="N", default=None,
+                          help="stop recording before the file holds more than N events (default 2,000,000, "
+                               "about 230 MB at some 114 bytes an event)")
+    plots = run.add_argument_group("plots", "PNGs of the run: warp states, one SM's warp slots, occupancy, block "
+                                   "placement, memory over time, roofline")
+    plots.add_argument("--plot", metavar="DIR", default=None, help="write the run's plots under DIR")
+    plots.add_argument("--plot-sm", metavar="N", type=_int_arg(0), default=None,
+                       help="the SM whose warp slots the timeline plot shows (default 0)")
     launch = run.add_argument_group("launch overrides", "replace the workload's launch (the program stays as written; "
                                     "an override that contradicts the workload is refused: see the README)")
     _add_launch_overrides(launch)
@@ -155,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep = sub.add_parser("sweep", help="run a workload at every point of a Cartesian product of variations, in "
                                          "parallel, one row per point")
     sweep.add_argument("workload", help="a workload YAML file, an Accel-Sim trace or a kernelslist.g")
-    sweep.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`) or path to a YAML file")
+    sweep.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`), a MIG slice of one "
+                                                     "(h100:3g.40gb; see `gpusim archs --mig`) or path to a YAML file")
     sweep.add_argument("--vary", action="append", metavar="NAME=VALUES", default=[],
                        help="a variation (repeatable; the sweep is their Cartesian product): VALUES a,b,c or "
                             "start:stop:step (stop included when the steps land on it); NAME launch.threads, "
@@ -205,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="memory model (default: the hierarchy)")
     bench.add_argument("--json", action="store_true", help="print the records as JSON")
 
-    workload = sub.add_parser("workload", help="inspect workload files")
+    workload = sub.add_parser("workload", help="inspect workload files, or write a starting one")
     wsub = workload.add_subparsers(dest="workload_command", required=True, parser_class=_Parser)
     show = wsub.add_parser("show", help="launch, instruction mix, bytes and the first instructions of a warp")
     show.add_argument("workload", help="a workload YAML file, an Accel-Sim trace or a kernelslist.g")
@@ -214,6 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--first", type=_int_arg(0, 10_000), default=12,
                       help="instructions of warp 0 to list (default 12, at most 10,000)")
     show.add_argument("--json", action="store_true", help="print the summary as JSON")
+    new = wsub.add_parser("new", help="write a commented starting workload that runs as it is (the format: "
+                                      "docs/workload-format.md)")
+    new.add_argument("path", help="the YAML file to write")
+    new.add_argument("--force", action="store_true", help="overwrite the file if it exists")
     return parser
 
 
@@ -240,6 +277,18 @@ def _non_finite(value, path: str = "") -> str | None:
 def _cmd_archs(args) -> int:
     from .report.archs import arch_rows, field_rows, print_arch_table, print_field_table
 
+    if args.fields and args.mig:
+        raise GpusimError("gpusim archs: --fields and --mig are two different lists; give one")
+    if args.mig:
+        from .arch.mig import archs_without_mig, mig_rows
+        from .report.archs import print_mig_table
+
+        rows = mig_rows()
+        if args.json:
+            print(_json(rows))
+        else:
+            print_mig_table(rows, archs_without_mig())
+        return 0
     rows = field_rows() if args.fields else arch_rows()
     if args.json:
         print(_json(rows))
@@ -253,7 +302,11 @@ def _cmd_occupancy(args) -> int:
     from .arch import load_arch
 
     spec = load_arch(args.arch)
+    if args.non_portable and args.cluster is None:
+        raise GpusimError("gpusim occupancy: --non-portable applies with --cluster only")
     if args.suggest:
+        if args.cluster is not None:
+            raise GpusimError("gpusim occupancy: --cluster applies without --suggest (the suggestion is per SM)")
         return _cmd_suggest(args, spec)
     for flag, value in (("--block-size-limit", args.block_size_limit), ("--smem-per-thread", args.smem_per_thread)):
         if value:
@@ -264,18 +317,35 @@ def _cmd_occupancy(args) -> int:
         result = occupancy(spec, args.threads, args.regs, args.smem, args.carveout, args.barriers)
     except ValueError as exc:
         raise GpusimError(f"gpusim occupancy: {exc}") from None
+    clusters = None if args.cluster is None else _cluster_occupancy(args, spec)
     if args.json:
-        print(_json(result.to_dict()))
+        print(_json((result if clusters is None else clusters).to_dict()))
     else:
         from .report.occupancy_table import print_occupancy
 
         print_occupancy(spec, result)
+        if clusters is not None:
+            from .report.cluster_table import print_clusters
+
+            print_clusters(clusters)
     if args.plot:
         from .report.occupancy_plot import plot_occupancy
 
         for path in plot_occupancy(spec, result, args.plot_dir):
             print(path)
     return 0
+
+
+def _cluster_occupancy(args, spec):
+    """`gpusim occupancy --cluster`: cudaOccupancyMaxActiveClusters' answer for the launch."""
+    from .analytic.clusters import check_cluster, cluster_occupancy, parse_cluster
+
+    try:
+        dims = check_cluster(spec, parse_cluster(args.cluster), args.non_portable)
+    except ValueError as exc:  # "cluster X: why" names the flag once prefixed
+        raise GpusimError(f"gpusim occupancy: --{exc}") from None
+    return cluster_occupancy(spec, args.threads, args.regs, dims, args.smem, args.carveout, args.barriers,
+                             args.non_portable)
 
 
 def _cmd_suggest(args, spec) -> int:
@@ -317,6 +387,12 @@ def _cmd_suggest(args, spec) -> int:
 
 
 def _cmd_workload(args) -> int:
+    if args.workload_command == "new":
+        from .workload.template import write_template
+
+        path = write_template(args.path, force=args.force)
+        print(f"wrote {path}: try gpusim run {path} --arch a100 --sms 1 (the format: docs/workload-format.md)")
+        return 0
     from .api import reject_trace_params
     from .report.workload_show import mix_record, print_show, trace_facts
     from .trace import is_command_list, is_trace, load_trace, read_command_list
@@ -434,6 +510,16 @@ def _views(args) -> list:
     (a gpusim.engine.observer.Observer recording the run, or None), `attach(result) -> result` (adds what belongs
     in the record) and `report(result, stream)` (writes its files and prints what it wrote, or its table)."""
     views: list = []
+    if getattr(args, "per_inst", False):
+        from .report.per_instruction import PerInstructionView
+
+        views.append(PerInstructionView(table=args.json != "-"))
+    from .report.chrome_trace import trace_views
+
+    views += trace_views(args)  # --trace
+    from .report.run_plots import views as plot_views
+
+    views += plot_views(args)  # --plot, --plot-sm
     return views
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from ..arch import ArchSpec
+from ..arch.tensor import is_sparse, mma_precision, precision_scale
 from ..workload.opcodes import (BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, LDST_GLOBAL, LDST_LOCAL, LDST_SHARED,
                                 MISC, PIPELINE_CLASSES, SFU, TENSOR, WARPGROUP_MMA, OpInfo)
 
@@ -92,7 +93,12 @@ class TimingTable:
             return make(INT32, self._interval(p.int32.lanes), p.int32.latency, WAIT, MATH_THROTTLE)
         if cls == TENSOR:
             flops = info.mma_flops or HMMA_16816_FLOPS
-            interval = max(1, math.ceil(flops / self.tensor_rate(info.base in WARPGROUP_MMA)))
+            # the instruction's input precision sets its rate (FP8 twice FP16 on an H100, TF32 half); a precision
+            # the part has no path for keeps the FP16 rate here (the run warns about such opcodes up front)
+            precision = mma_precision(info.opcode)
+            scale = precision_scale(self.spec, precision, is_sparse(info.opcode)) if precision else None
+            rate = self.tensor_rate(info.base in WARPGROUP_MMA) * (scale or 1.0)
+            interval = max(1, math.ceil(flops / rate))
             timing = make(TENSOR, interval, p.tensor.latency, WAIT, MATH_THROTTLE)
             timing.tensor_flops = flops
             return timing
