@@ -27,9 +27,9 @@ from .workload.expr import ExprError
 from .workload.kernel import check_override
 from .workload.overrides import LaunchOverrides, apply_launch_overrides, check_launch_overrides
 from .workload.opcodes import unsupported_warning
-from .sampling.plan import MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, hot_loops, make_plan, with_trips
+from .sampling.plan import MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, hot_loops, make_plan, with_trips
 from .sampling import parallel
-from .sampling.runner import INSTRUCTION_CHECK, point_kernel, project
+from .sampling.runner import INSTRUCTION_CHECK, pilot_point, point_kernel, project
 from .trace.mix import trace_mix
 from .workload.program import program_infos
 
@@ -247,7 +247,7 @@ def _with_overrides(overrides: LaunchOverrides, fn, *args, **kwargs):
 
 
 def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, max_instructions,
-                on_count, sample="off", block_limit=None, progress=None, interrupt=None) -> RunResult:
+                on_count, sample="off", block_limit=None, progress=None, interrupt=None, stagger=0) -> RunResult:
     started = time.perf_counter()
     traced = isinstance(kernel, TraceKernel)
     warnings = [] if traced else list(kernel.warnings)  # a YAML kernel's own (e.g. a launch dimension floored)
@@ -267,7 +267,7 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
         stream_factory = None
     env = simpy.Environment()
     gpu = build_gpu(spec, env, kernel, scheduler=scheduler, sms=sms, memory=memory, observer=observer,
-                    stream_factory=stream_factory, block_limit=block_limit)
+                    stream_factory=stream_factory, block_limit=block_limit, stagger=stagger)
     mix = None
     if not traced and block_limit is None:
         mix = check_size(kernel, max_instructions if sample == "off" else None)
@@ -382,11 +382,18 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
     """The plan's reduced runs, each a full simulation of a reduced kernel (side by side on the cores this
     process may use, see gpusim.sampling.parallel), and the record projected from them."""
     points = plan.points
+    pilot = pilot_point(plan) if plan.staggered else None
     update = getattr(progress, "update", progress)
     start = getattr(progress, "start", None)
     if callable(start):
-        start(f"{kernel.name} (sampled: {len(points)} reduced runs)", sum(p.blocks for p in points),
-              sum(p.warp_insts for p in points))
+        runs = [p for p in (pilot, *points) if p is not None]
+        start(f"{kernel.name} (sampled: {len(runs)} reduced runs)", sum(p.blocks for p in runs),
+              sum(p.warp_insts for p in runs))
+    base = [0, 0]  # (blocks, warp-instructions) of the runs done before the ones in progress: the pilot's
+
+    def report_in_turn(blocks: int, cycle: int, insts: int) -> None:
+        if callable(update):
+            update(base[0] + blocks, cycle, base[1] + insts)
 
     # an observer (plots, timeline, per-instruction view) sees one reduced run, the largest projection point's
     # (the whole grid's tail and its hot loop at the most trips), simulated in this process
@@ -394,11 +401,15 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
     observed = max((i for i, p in enumerate(points) if p.role == "projection"),
                    key=lambda i: (points[i].warp_insts, i))
 
-    def one(index: int, report=None, stop=None) -> RunResult:
-        point = points[index]
+    stagger = 0  # cycles the runs' first blocks start spread over (a staggered plan: the pilot's cycles)
+
+    def reduced(point: Point, report=None, stop=None, watch=None, spread: int = 0) -> RunResult:
         return _run_kernel(point_kernel(kernel, plan, point), spec, max_instructions=None, on_count=None,
                            sample="off", block_limit=point.blocks, progress=report, interrupt=stop,
-                           observer=observer if index == observed else None, **options)
+                           observer=watch, stagger=spread, **options)
+
+    def one(index: int, report=None, stop=None) -> RunResult:
+        return reduced(points[index], report, stop, observer if index == observed else None, stagger)
 
     def worker(index: int) -> RunResult:
         done = [0, 0]
@@ -413,20 +424,23 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
 
     def waiting(insts: int, blocks: int) -> bool:
         if callable(update):
-            update(blocks, 0, insts)
+            update(base[0] + blocks, 0, base[1] + insts)
         return interrupt is not None and bool(interrupt())
 
     try:
+        pilot_run = None
+        if pilot is not None:  # in this process, before the others: they need its cycles
+            pilot_run = reduced(pilot, report_in_turn, interrupt)
+            if pilot_run.partial:
+                raise parallel.RunsInterrupted
+            stagger = int(pilot_run.metrics["gpu_sim_cycle"])
+            base[:] = pilot.blocks, pilot_run.metrics["smsp__inst_executed.sum"]
         jobs = 1 if observer is not None else parallel.default_jobs(len(points))
         results = parallel.map_runs(worker, len(points), jobs, order, waiting)
         if results is None:  # one core: one after another, here
-            results, base = [], [0, 0]
+            results = []
             for index in range(len(points)):
-                def report(blocks: int, cycle: int, insts: int) -> None:
-                    if callable(update):
-                        update(base[0] + blocks, cycle, base[1] + insts)
-
-                result = one(index, report, interrupt)
+                result = one(index, report_in_turn, interrupt)
                 if result.partial:
                     raise parallel.RunsInterrupted
                 results.append(result)
@@ -454,6 +468,12 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
     metrics.update(speed_of_light(metrics, spec))  # percentages of peak from the projected counts, not extrapolated
     if observer is not None:
         record["observed_run"] = observed_run  # what the observer (plots, timeline, per-instruction) saw
+    if pilot_run is not None:
+        record["pilot_run"] = {"blocks": pilot.blocks, "trips": pilot.trips,
+                               "cycles": pilot_run.metrics.get("gpu_sim_cycle"),
+                               "warp_instructions": pilot_run.metrics.get("smsp__inst_executed.sum")}
+        record["stagger_cycles"] = stagger
+        record["simulated_warp_instructions"] += pilot_run.metrics.get("smsp__inst_executed.sum", 0)
     last = results[-1]
     for w in last.warnings + more:
         if w not in warnings:

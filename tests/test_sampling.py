@@ -198,3 +198,40 @@ def test_a_trace_samples_its_waves(tmp_path):
         from gpusim.api import sampling_unsettled
 
         assert sampling_unsettled(sampled.sampling).startswith("no steady state (cycles per wave")
+
+
+def test_staggered_start_spreads_the_first_blocks_and_later_ones_start_on_retirement():
+    """Dispatcher(stagger=D): the blocks placed at the launch start at frac(b * golden ratio) * D cycles, all
+    within [0, D); a block placed when another retires starts then (no stagger)."""
+    from gpusim.engine.dispatcher import STAGGER_STEP, Dispatcher
+
+    class SM:
+        def __init__(self, index):
+            self.index, self.resident_blocks, self.starts = index, 0, []
+
+        def reserve_block(self, block, start):
+            self.resident_blocks += 1
+            self.starts.append((block, start))
+
+    sms = [SM(i) for i in range(4)]
+    d = Dispatcher(12, 2, sms, 0, stagger=1000)
+    d.start(0)
+    starts = dict(s for sm in sms for s in sm.starts)
+    assert sorted(starts) == list(range(8))
+    assert all(starts[b] == int((b * STAGGER_STEP) % 1.0 * 1000) for b in starts)
+    assert len(set(starts.values())) == 8 and max(starts.values()) < 1000
+    d.block_retired(sms[0], 5000)
+    assert sms[0].starts[-1] == (8, 5000)
+
+
+def test_a_plan_sampling_waves_and_trips_is_staggered_by_its_pilot_run():
+    """Waves sampled with loop trips: a pilot run (the tail alone at STAGGER_TRIPS trips) comes first and its
+    cycles are the spread the other runs start their first blocks over; the record names both."""
+    result = run(GEMM, "h100", params=dict(M=1024, N=512, K=1024), sms=4, sample="on")
+    sampling = result.sampling
+    assert sampling["method"] == "loop trips and waves" and "pilot run" in sampling["detail"]
+    pilot = sampling["pilot_run"]
+    assert pilot["blocks"] == sampling["tail_blocks"] and pilot["trips"] == 2
+    assert sampling["stagger_cycles"] == pilot["cycles"] > 0
+    runs = sum(r["warp_instructions"] for r in sampling["simulated_runs"])
+    assert sampling["simulated_warp_instructions"] == runs + pilot["warp_instructions"]

@@ -14,12 +14,18 @@ def interleave_by_gpc(sms_by_gpc: list[list]) -> list:
     return order
 
 
+STAGGER_STEP = 0.6180339887498949  # block b starts frac(b * STEP) of the stagger late: spread evenly, no pattern
+
+
 class Dispatcher:
-    def __init__(self, nblocks: int, blocks_per_sm: int, sm_order: list, launch_cycles: int):
+    def __init__(self, nblocks: int, blocks_per_sm: int, sm_order: list, launch_cycles: int, stagger: int = 0):
+        """`stagger`: the blocks placed at the launch start spread over this many cycles instead of at once (a
+        sampled run uses it to stand for waves that start as blocks retire, out of step; see gpusim.sampling)."""
         self.nblocks = nblocks
         self.blocks_per_sm = blocks_per_sm
         self.sm_order = sm_order
         self.launch_cycles = launch_cycles
+        self.stagger = stagger
         self.next_block = 0
         self.placements = [0] * len(sm_order)  # blocks each SM ran
 
@@ -32,7 +38,8 @@ class Dispatcher:
                 if self.next_block >= self.nblocks:
                     break
                 if sm.resident_blocks < self.blocks_per_sm:
-                    self.place(sm, now)
+                    delay = int((self.next_block * STAGGER_STEP) % 1.0 * self.stagger) if self.stagger else 0
+                    self.place(sm, now + delay)
                     placed = True
 
     def place(self, sm, now: int) -> None:

@@ -49,8 +49,9 @@ class GPU:
     """The simulated device for one kernel launch."""
 
     def __init__(self, spec, env: simpy.Environment, kernel, *, scheduler: str = DEFAULT_POLICY, sms: int | None = None,
-                 memory=None, observer=None, stream_factory=None, block_limit: int | None = None):
-        """`block_limit`: launch only the grid's first blocks (a sampled run); the kernel is otherwise as written."""
+                 memory=None, observer=None, stream_factory=None, block_limit: int | None = None, stagger: int = 0):
+        """`block_limit`: launch only the grid's first blocks (a sampled run); the kernel is otherwise as written.
+        `stagger`: the first blocks start spread over this many cycles (see Dispatcher)."""
         self.spec, self.env, self.kernel = spec, env, kernel
         launch = kernel.launch
         try:
@@ -75,7 +76,7 @@ class GPU:
         by_gpc = [[self.sms[i] for tpc in gpc for i in tpc] for gpc in self.layout]
         nblocks = launch.nblocks if block_limit is None else max(1, min(launch.nblocks, block_limit))
         self.dispatcher = Dispatcher(nblocks, self.occupancy.blocks_per_sm, interleave_by_gpc(by_gpc),
-                                     spec.frontend.block_launch_cycles)
+                                     spec.frontend.block_launch_cycles, stagger)
         self._ages = itertools.count()
         self._stream = stream_factory or BlockStreams(kernel)
         self.end_cycle = 0

@@ -31,8 +31,11 @@ from ..workload.program import If, Loop
 
 SAMPLE_MODES = ("auto", "on", "off")
 AUTO_THRESHOLD = 5_000_000  # warp-instructions: `auto` samples kernels above this (about a minute at full detail)
-BUDGET = 1_500_000  # warp-instructions the reduced runs may simulate together (trips: at least 4 even above it)
+BUDGET = 1_500_000  # warp-instructions the reduced runs may simulate together (trips: see STEADY_FROM)
 MIN_TRIPS = 8  # a loop of fewer trips is not sampled (too little to gain, and no steady state to find)
+STAGGER_TRIPS = 2  # the pilot of a staggered plan: its cycles (the tail alone at this many trips) are the spread
+STEADY_FROM = 4  # trips: the first ones are a transient (cold L2, blocks in lockstep merging on the same lines), so
+# the projection's shorter run takes at least this many where the loop has 4 * STEADY_FROM trips, whatever the budget
 MIN_FULL_WAVES = 2  # waves are sampled with loop trips when at least this many full waves precede the tail
 MIN_FULL_WAVES_ALONE = 3  # and alone (a check point below the two) when at least this many do
 MAX_SHARE = 0.5  # waves alone are sampled only when the reduced runs simulate at most half the blocks
@@ -60,6 +63,9 @@ class Plan:
     loop_lines: tuple[int, ...] = ()
     trips: int | None = None  # the sampled loops' trips as written
     points: tuple[Point, ...] = ()
+    # waves sampled with trips: the runs' first blocks start spread out (see STAGGER_TRIPS), as the blocks of a
+    # long kernel's later waves do, and a pilot run (the tail at STAGGER_TRIPS trips) says over how many cycles
+    staggered: bool = False
 
     @property
     def sampled(self) -> bool:
@@ -161,7 +167,8 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
     # sampled too): the tail alone and after one full wave
     wave_points = [at(0), at(1)] if sample_waves else [(blocks, full_waves)]
     n_b = 4
-    while 2 * n_b <= trips // 2 and _points_cost(cost, blocks, wave_points, 2 * n_b) <= BUDGET:
+    while 2 * n_b <= trips // 2 and (n_b < 2 * STEADY_FROM or
+                                     _points_cost(cost, blocks, wave_points, 2 * n_b) <= BUDGET):
         n_b *= 2
     n_a, n_c = n_b // 2, n_b // 4
     points = []
@@ -176,7 +183,10 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
     if sample_waves:
         reason += f"; {full_waves} full waves of {wave_blocks:,} blocks and a tail of {tail:,}: the tail alone " \
                   f"and after one full wave"
-    return Plan(method, reason, **base, loop_lines=lines, trips=trips, points=tuple(points))
+    if sample_waves:
+        reason += "; the first blocks of each run start spread over the time the tail takes for " \
+                  f"{STAGGER_TRIPS} trips (a pilot run), as later waves do"
+    return Plan(method, reason, **base, loop_lines=lines, trips=trips, points=tuple(points), staggered=sample_waves)
 
 
 def _even_trips(cost, trips: int) -> bool:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
-
-from .plan import SETTLED, Plan, Point, hot_loops, with_trips
+from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, with_trips
 from .project import additive, as_record, extrapolate, project_line
 
 # Counts the mix gives exactly, and the additive quantities (see project.additive) that equal them
@@ -12,6 +10,17 @@ EXACT_WARP_INSTS = ("smsp__inst_executed.sum", "gpu__inst_executed_per_cycle")
 EXACT_THREAD_INSTS = ("smsp__thread_inst_executed.sum", "gpu_sim_insn", "gpu_ipc",
                       "smsp__thread_inst_executed_per_inst_executed.ratio")
 INSTRUCTION_CHECK = 0.01  # projected vs exact instruction count: beyond 1% the blocks are not alike
+
+
+def pilot_point(plan: Plan) -> Point:
+    """A staggered plan's pilot: the tail alone at STAGGER_TRIPS trips, its first blocks at once; its cycles are the
+    spread the plan's runs start their first blocks over. In a long kernel, the blocks of the waves after the first
+    start as earlier ones retire, out of step with each other (in gemm_tile128 4096 x 4096 x 1024 on H100, simulated
+    in full, the first wave's 396 blocks retired over 7,000 cycles, about three trips); short runs that started
+    every block at once would keep them in step, all loading at once, and cost a full wave some 30% too much."""
+    first = plan.points[0]
+    return Point(plan.tail_blocks, STAGGER_TRIPS, 0, "pilot",
+                 round(first.warp_insts * STAGGER_TRIPS / max(1, first.trips or 1)))
 
 
 def point_kernel(kernel, plan: Plan, point: Point):
@@ -99,8 +108,3 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     if cycles:
         record["projected_cycles"] = metrics.get("gpu_sim_cycle")
     return metrics, record, warnings
-
-
-def run_plan(kernel, plan: Plan, simulate: Callable[[object, int], dict]) -> list[tuple[Point, dict]]:
-    """Each point's metrics: `simulate(kernel, block_limit)` runs one reduced kernel."""
-    return [(p, simulate(point_kernel(kernel, plan, p), p.blocks)) for p in plan.points]
