@@ -14,7 +14,7 @@ from ..errors import GpusimError
 from ..memory import FixedLatencyMemory
 from ..memory.hierarchy import MemoryHierarchy
 from ..workload.stream import BlockStreams
-from .dispatcher import Dispatcher, interleave_by_gpc
+from .dispatcher import Dispatcher, cluster_members, interleave_by_gpc
 from .observer import complete as complete_observer
 from .scheduler import DEFAULT_POLICY
 from .sm import SM
@@ -75,11 +75,35 @@ class GPU:
         self.sms.sort(key=lambda sm: sm.index)
         by_gpc = [[self.sms[i] for tpc in gpc for i in tpc] for gpc in self.layout]
         nblocks = launch.nblocks if block_limit is None else max(1, min(launch.nblocks, block_limit))
+        clusters = self._clusters(kernel, by_gpc, nblocks)
+        if clusters is not None:  # whole clusters: the first of them that hold the blocks asked for
+            nblocks = sum(len(c) for c in clusters)
         self.dispatcher = Dispatcher(nblocks, self.occupancy.blocks_per_sm, interleave_by_gpc(by_gpc),
-                                     spec.frontend.block_launch_cycles, stagger)
+                                     spec.frontend.block_launch_cycles, stagger, clusters, by_gpc)
         self._ages = itertools.count()
         self._stream = stream_factory or BlockStreams(kernel)
         self.end_cycle = 0
+
+    def _clusters(self, kernel, by_gpc: list, nblocks: int) -> list | None:
+        """The launch's clusters (None without): the part must launch them (cc 9.0+, at most its non-portable
+        size) and one GPC of the simulated SMs must hold one."""
+        launch = kernel.launch
+        cluster = getattr(launch, "cluster", (1, 1, 1))
+        size = cluster[0] * cluster[1] * cluster[2]
+        if size == 1:
+            return None
+        from ..analytic.clusters import check_cluster
+
+        try:
+            check_cluster(self.spec, cluster, non_portable=True)
+        except ValueError as exc:
+            raise GpusimError(f"{kernel.source}: launch {exc}") from None
+        largest = max(len(g) for g in by_gpc)
+        if size > largest:
+            raise GpusimError(f"{kernel.source}: launch cluster {','.join(map(str, cluster))}: {size} blocks need "
+                              f"{size} SMs of one GPC; the largest GPC simulated has {largest}")
+        members = cluster_members(launch.grid, cluster)
+        return members[:-(-nblocks // size)]
 
     def l1_bytes(self) -> int:
         """L1 capacity: the unified L1 + shared memory minus the carveout. Without a preference, the one the

@@ -53,6 +53,8 @@ def kernel_metrics(gpu, cycles: int) -> dict:
         "gpusim__tensor_flop.sum": tensor_flops,
         "gpusim__tensor_flop.per_second": _ratio(tensor_flops, seconds),
         "launch__grid_size": gpu.kernel.launch.nblocks,
+        "launch__cluster_size": gpu.kernel.launch.cluster_size,
+        "gpusim__cluster_wait_cycles": gpu.dispatcher.cluster_wait_cycles,
         "launch__block_size": gpu.kernel.launch.threads_per_block,
         "launch__registers_per_thread": gpu.kernel.launch.registers_per_thread,
         "launch__shared_mem_per_block": gpu.kernel.launch.smem_per_block,

@@ -27,7 +27,8 @@ PER_BLOCK = {"block.x", "block.y", "block.z", "blockid", "gtid"}
 BUILTIN_NAMES = BLOCK_INVARIANT | WARP_IN_BLOCK | PER_BLOCK
 
 TOP_KEYS = {"kernel", "description", "params", "buffers", "launch", "program"}
-LAUNCH_KEYS = {"grid", "block", "registers_per_thread", "shared_memory_bytes", "dynamic_shared_memory_bytes"}
+LAUNCH_KEYS = {"grid", "block", "registers_per_thread", "shared_memory_bytes", "dynamic_shared_memory_bytes",
+               "cluster"}
 BUFFER_KEYS = {"space", "bytes"}
 GLOBAL_BASE = 1 << 32  # first global buffer; each starts on a 2 MiB boundary
 GLOBAL_ALIGN = 2 << 20
@@ -37,6 +38,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # (\Z: "$" would let a trailing
 # 65535 and 1024, blockDim.z up to 64; threads per block are checked against the architecture when it runs.
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_BLOCK = (1024, 1024, 64)
+MAX_CLUSTER = (16, 16, 16)  # per dimension; the part's limit on the cluster's size is checked when it runs
 MAX_BUFFER_BYTES = 2**40  # 1 TiB, beyond any modelled part's memory; keeps every address well inside int64
 
 
@@ -56,6 +58,11 @@ class Launch:
     shared_memory_bytes: int  # static
     dynamic_shared_memory_bytes: int
     carveout: int | None = None  # shared-memory carveout preference in percent (None: chosen automatically)
+    cluster: tuple[int, int, int] = (1, 1, 1)  # thread block cluster (x, y, z); (1, 1, 1): no clusters
+
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster[0] * self.cluster[1] * self.cluster[2]
 
     @property
     def threads_per_block(self) -> int:
@@ -290,7 +297,7 @@ class _Loader:
         items = value if isinstance(value, list) else [value]
         if not 1 <= len(items) <= 3:
             self.fail(line, f"launch {what}: expected 1 to 3 dimensions, got {shorten(value)}")
-        limits = MAX_GRID if what == "grid" else MAX_BLOCK
+        limits = {"grid": MAX_GRID, "cluster": MAX_CLUSTER}.get(what, MAX_BLOCK)
         dims = [self.const(v, line, f"launch {what}", params, maximum=limits[i],
                            why=f" (CUDA's limit for {what}.{'xyz'[i]})") for i, v in enumerate(items)]
         for i, (text, dim) in enumerate(zip(items, dims)):
@@ -339,7 +346,13 @@ class _Loader:
                                                         "launch registers_per_thread", params),
                         shared_memory_bytes=static,
                         dynamic_shared_memory_bytes=self.const(raw.get("dynamic_shared_memory_bytes", 0), raw.line,
-                                                               "launch dynamic_shared_memory_bytes", params, minimum=0))
+                                                               "launch dynamic_shared_memory_bytes", params, minimum=0),
+                        cluster=self.dims(raw["cluster"], raw.line, "cluster", params) if "cluster" in raw else
+                        (1, 1, 1))
+        for axis, (g, c) in enumerate(zip(launch.grid, launch.cluster)):
+            if g % c:
+                self.fail(raw.line, f"launch cluster: grid.{'xyz'[axis]} = {g} is not a multiple of cluster."
+                                    f"{'xyz'[axis]} = {c} (a grid is made of whole clusters)")
         for key in sorted(LAUNCH_KEYS & raw.keys()):  # after the checks above, whose errors name file:line
             self.note_uses(f"launch.{key}", raw[key], params)
         return launch
