@@ -40,6 +40,7 @@ SEED_MAX = 2**32 - 1
 # engine's rate that is hours. The count is the instruction mix's (`gpusim workload show`), taken before simulating.
 MAX_INSTRUCTIONS = 2_000_000_000
 ENGINE_RATE = 150_000  # warp-instructions per second, about what the engine simulates (README, `gpusim bench`)
+FALLBACK_SECONDS = 300  # `--sample auto` runs an unsettled kernel in full only when that takes about this at most
 PREFLIGHT_STEPS = 200_000  # counting steps the check spends at most (~0.1 s); beyond them it estimates
 
 
@@ -289,6 +290,13 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
             unsettled = sampling_unsettled(result.sampling) if not result.partial else ""
             if sample == "on" or not unsettled:
                 return result
+            total = mix.total_warp_insts if mix is not None else 0
+            if total > FALLBACK_SECONDS * ENGINE_RATE:  # a full run would take too long to make instead: keep it
+                note = (f"--sample auto: {unsettled}, so the projection may be off by more than its estimate "
+                        f"({result.sampling.get('error_estimate_pct', 0):.1f}%); a full run (--sample off) would "
+                        f"simulate {total:,} warp-instructions, about {_duration(total / ENGINE_RATE)}")
+                result.sampling["unsettled"] = unsettled
+                return attrs.evolve(result, warnings=result.warnings + [note])
             full = _run_kernel(kernel, spec, scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory,
                                observer=observer, max_instructions=max_instructions, on_count=None, sample="off",
                                progress=progress, interrupt=interrupt)

@@ -235,3 +235,22 @@ def test_a_plan_sampling_waves_and_trips_is_staggered_by_its_pilot_run():
     assert sampling["stagger_cycles"] == pilot["cycles"] > 0
     runs = sum(r["warp_instructions"] for r in sampling["simulated_runs"])
     assert sampling["simulated_warp_instructions"] == runs + pilot["warp_instructions"]
+
+
+def test_auto_keeps_an_unsettled_projection_when_a_full_run_would_take_too_long(monkeypatch):
+    """`--sample auto` runs an unsettled kernel in full only when that takes at most FALLBACK_SECONDS at the
+    engine's rate; beyond, it keeps the projection, marks it (`sampling.unsettled`) and warns with the estimate
+    and what a full run would cost."""
+    import gpusim.api as api
+    import gpusim.sampling.plan as plan
+
+    monkeypatch.setattr(plan, "AUTO_THRESHOLD", 1000)
+    params = dict(M=1024, N=512, K=1024)  # 32 blocks on 4 SMs: waves and trips; not settled (estimate above 5%)
+    kept = None
+    monkeypatch.setattr(api, "FALLBACK_SECONDS", 0)
+    kept = run(GEMM, "h100", params=params, sms=4, sample="auto")
+    assert kept.sampling["method"] == "loop trips and waves" and kept.sampling["unsettled"]
+    assert any("a full run (--sample off) would simulate" in w for w in kept.warnings)
+    monkeypatch.setattr(api, "FALLBACK_SECONDS", 300)
+    full = run(GEMM, "h100", params=params, sms=4, sample="auto")
+    assert full.sampling["method"] == "full" and "simulated in full" in full.sampling["detail"]

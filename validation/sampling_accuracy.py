@@ -30,6 +30,7 @@ REPLICAS = 16
 
 ROWS = [  # (label, workload, params)
     ("gemm_tile128 2048x2048x1024", "workloads/gemm_tile128.yaml", {"M": 2048, "N": 2048, "K": 1024}),
+    ("gemm_tile128 4096x4096x1024", "workloads/gemm_tile128.yaml", {"K": 1024}),  # 2.59 waves on h100
     ("flash_attention seq 1024", "workloads/flash_attention.yaml", {"seq": 1024}),
     ("attention_naive seq 1024", "workloads/attention_naive.yaml", {"seq": 1024}),
     ("kv_decode", "workloads/kv_decode.yaml", {}),
@@ -107,6 +108,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--rows", default="", help="labels' first words to keep (comma-separated); all by default")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--merge", action="store_true",
+                        help="replace the rows run (by label and arch) in --out's existing rows, keep the others")
     args = parser.parse_args()
     keep = [w for w in args.rows.split(",") if w]
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,6 +132,12 @@ def main() -> int:
             for i in range(0, len(results), 2)]
     table = markdown(rows)
     print(table)
+    if args.out and args.merge and Path(args.out).exists():
+        ran = {(r["label"], r["arch"]) for r in rows}
+        old = [r for r in json.loads(Path(args.out).read_text())["rows"] if (r["label"], r["arch"]) not in ran]
+        order = {label: i for i, (label, _, _) in enumerate(ROWS)}
+        rows = sorted(old + rows, key=lambda r: (order.get(r["label"], len(ROWS)), r["arch"] != "h100", r["arch"]))
+        print(markdown(rows))
     if args.out:
         Path(args.out).write_text(json.dumps({"rows": rows, "machine": os.uname().nodename, "cpus": os.cpu_count(),
                                               "date": time.strftime("%Y-%m-%d")}, indent=1) + "\n")
