@@ -57,14 +57,15 @@ def _opcode_warnings(result):
 
 
 @pytest.mark.parametrize("arch", ["v100", "t4", "a100", "l40s", "b200", "b300"])
-def test_warpgroup_mma_on_an_arch_without_it_warns_once(tmp_path, arch):
-    """HGMMA (wgmma) exists on compute capability 9.x only: before Hopper and on Blackwell (tcgen05 instead)
-    a run says so in one warning naming the opcode and the arch, however often the opcode issues."""
-    result = run(_kernel_file(tmp_path, WGMMA + WGMMA, block=128), arch)
-    warnings = _opcode_warnings(result)
-    assert len(warnings) == 1
-    assert "HGMMA.64X128X16.F32" in warnings[0] and f"{arch} is " in warnings[0]
-    assert "9.0" in warnings[0] or "9.x" in warnings[0]
+def test_warpgroup_mma_on_an_arch_without_it_is_refused(tmp_path, arch):
+    """HGMMA (wgmma) exists on compute capability 9.x only: before Hopper and on Blackwell (tcgen05 instead) a
+    YAML workload that uses it (an asynchronous instruction whose meaning the arch lacks) is refused in one line
+    naming the opcode and the arch, not run."""
+    with pytest.raises(gpusim.GpusimError) as info:
+        run(_kernel_file(tmp_path, WGMMA + WGMMA, block=128), arch)
+    message = str(info.value)
+    assert "\n" not in message and "HGMMA.64X128X16.F32" in message and f"{arch} is " in message
+    assert "9.x" in message
 
 
 @pytest.mark.parametrize("arch, warns", [("v100", True), ("t4", True), ("a100", False), ("l40s", False),
@@ -92,10 +93,18 @@ def test_tcgen05_needs_blackwell_and_one_warning_names_every_missing_opcode(tmp_
 
 
 def test_opcode_warning_is_printed_on_stderr(tmp_path):
-    proc = run_cli("run", str(_kernel_file(tmp_path, WGMMA, block=128)), "--arch", "v100")
+    proc = run_cli("run", str(_kernel_file(tmp_path, HMMA, block=128)), "--arch", "v100")
     assert proc.returncode == 0, proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if "HGMMA" in line]
+    lines = [line for line in proc.stderr.splitlines() if "HMMA" in line]
     assert len(lines) == 1 and lines[0].startswith("warning: ") and "v100 is 7.0" in lines[0]
+
+
+def test_a_refused_workload_is_one_line_on_stderr(tmp_path):
+    """The refusal of an asynchronous opcode the arch lacks reaches the command line as one error line, exit 1."""
+    proc = run_cli("run", str(_kernel_file(tmp_path, WGMMA, block=128)), "--arch", "v100")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "HGMMA" in lines[0] and "v100 is 7.0" in lines[0]
 
 
 def test_trace_opcodes_are_checked_against_the_arch(tmp_path):

@@ -288,6 +288,18 @@ class Pipelines:
         "memory instructions a sub-partition's load/store pipes hold issued but not yet started (the MIO / LSU "
         "instruction queue): issue stalls (mio_throttle, lg_throttle) only when it is full", "instructions",
         _count(1024), default=2)
+    register_banks: int = _field(
+        "banks of a sub-partition's register file: register Rn is in bank n % register_banks; an instruction whose "
+        "source registers need more reads of one bank than it serves in a cycle waits for them (dispatch_stall)",
+        "banks", _count(64), default=2)
+    register_bank_width_bits: int = _field(
+        "bits one register bank delivers per thread per cycle (64: two 32-bit registers, so three source "
+        "registers in one bank cost one extra cycle)", "bits", _Range(32, 1024, power_of_two=True), default=64)
+
+    @property
+    def register_reads_per_bank(self) -> int:
+        """32-bit registers one bank delivers per thread per cycle."""
+        return self.register_bank_width_bits // 32
 
 
 def _sectors_per_line(spec) -> None:

@@ -12,15 +12,21 @@ import heapq
 from typing import TYPE_CHECKING, Any
 
 from ..stats.counters import SMCounters
+from . import asynchrony
 from .scheduler import Policy, age as _age, slot as _slot
 from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
-from .warp import Warp, operands_ready
+from .warp import Warp, accumulating_operands_ready, operands_ready
 
 if TYPE_CHECKING:
     from .sm import SM
 
 INF = 1 << 60  # "never": an int that the compiled engine still holds unboxed (62-bit), so cycle times stay ints
 NOT_SELECTED = "not_selected"
+# Register-bank conflicts: the warp waits while the operand collector reads its sources. Nsight Compute has no
+# reason of its own for it; a register-bank conflict is one of the things its `dispatch_stall` covers (an NVIDIA
+# forum thread, "Why there is a dispatch stall when issue almost every IADD3 instruction ... on 3080": IADD3s with
+# two sources in one of the two banks show dispatch stalls), and Nsight VSE filed bank conflicts under "Other".
+DISPATCH_STALL = "dispatch_stall"
 
 
 class SubPartition:
@@ -42,6 +48,10 @@ class SubPartition:
         self.timing_cache: dict[str, OpTiming] = timing.cache
         self.observer: Any = sm.observer
         self.by_slot: bool = bool(policy.ready_by_slot)  # the order the ready list is kept in (the policy's)
+        self.register_banks: Any = timing.register_banks  # the run's register-bank placement and conflict counts
+        self.register_bank_conflicts = 0  # extra operand-collector cycles of the instructions issued here
+        self.hold_reason: str = NONE  # why an asynchronous wait holds its warp (asynchrony.issue sets it)
+        self.warpgroups_checked = False  # the launch was checked to suit warpgroup MMA
 
     # --- warps arriving, sleeping, waking ----------------------------------------------------------------
     def add_warp(self, warp: Warp, now: int) -> None:
@@ -50,6 +60,15 @@ class SubPartition:
         if self.observer is not None:
             self.observer.warp_started(self.sm, self, warp, now)
         if self.fetch(warp):
+            inst = warp.inst
+            assert inst is not None, "fetch gave the warp an instruction"
+            conflicts = inst.bank_conflicts
+            if conflicts < 0:
+                conflicts = self.register_banks.conflicts(inst)
+            if conflicts:  # its first instruction's sources take the operand collector more than a cycle
+                self.register_bank_conflicts += conflicts
+                self.sleep(warp, now + conflicts, DISPATCH_STALL)
+                return
             warp.reason = NOT_SELECTED
             self.make_ready(warp)
             self.next_at = min(self.next_at, now)
@@ -97,6 +116,7 @@ class SubPartition:
             warp.since = t
             if retire:
                 self.sm.retire_warp(warp, t)
+                asynchrony.check_stuck(warp)
                 continue
             warp.reason = NOT_SELECTED if pipe_free[warp.timing.pipe_index] <= t else warp.timing.throttle
             self.make_ready(warp)
@@ -162,6 +182,7 @@ class SubPartition:
             observer.issued(self.sm, self, warp, inst, now)
         pipe = timing.pipe_index
         regs = warp.regs
+        hold = 0  # asynchronous waits: the next instruction issues no earlier (reason: self.hold_reason)
         if timing.is_memory:
             # the pipe serves its queue in order; an instruction starts when the one before it is done, and the
             # pipe accepts another while fewer than queue_depth wait (full: mio_throttle / lg_throttle)
@@ -181,6 +202,8 @@ class SubPartition:
                 entry = (ready_at, timing.board)
                 for name in inst.dst:
                     regs[name] = entry
+            if timing.async_kind and inst.operands is not None:
+                hold = asynchrony.issue(self, warp, inst, timing, now, ready_at)
         else:
             if pipe:  # index 0: no pipe, only the issue slot
                 self.pipe_free[pipe] = now + timing.interval
@@ -188,6 +211,8 @@ class SubPartition:
                 entry = (now + timing.latency, timing.board)
                 for name in inst.dst:
                     regs[name] = entry
+            if timing.async_kind and inst.operands is not None:
+                hold = asynchrony.issue(self, warp, inst, timing, now, now + timing.latency)
 
         # fetch the next instruction and put the warp where it belongs: ready, asleep, at a barrier, gone
         nxt = now + 1
@@ -196,6 +221,8 @@ class SubPartition:
         if following is None:  # the warp exits once its stores are done and its loads have arrived
             warp.inst = None
             self.ready.remove(warp)
+            if hold < 0:
+                asynchrony.cancel_park(warp)
             done = warp.store_done
             for entry in regs.values():
                 if entry[0] > done:
@@ -204,6 +231,7 @@ class SubPartition:
                 self.sleep(warp, done, "drain", retire=True)
             else:
                 self.sm.retire_warp(warp, nxt)
+                asynchrony.check_stuck(warp)
             return
         warp.inst = following
         following_timing = self.timing_cache.get(following.info.opcode)
@@ -212,12 +240,31 @@ class SubPartition:
             self.ready.remove(warp)
             warp.reason = "barrier"
             self.sm.barrier_arrive(warp, now)
+            asynchrony.check_stuck(warp)
             return
-        ready_at, board = operands_ready(regs, following, nxt)
+        if hold < 0:  # parked on an mbarrier phase that is not complete: its completion wakes the warp
+            self.ready.remove(warp)
+            warp.reason = self.hold_reason
+            return
+        if warp.timing.chains:
+            ready_at, board = accumulating_operands_ready(regs, following, nxt)
+        else:
+            ready_at, board = operands_ready(regs, following, nxt)
         if timing.is_branch:
             resolved = now + timing.latency
             if resolved >= ready_at:
                 ready_at, board = resolved, "branch_resolving"
+        if hold > ready_at:
+            ready_at, board = hold, self.hold_reason
+        conflicts = following.bank_conflicts  # -1 until counted, once per instruction object
+        if conflicts:
+            if conflicts < 0:
+                conflicts = self.register_banks.conflicts(following)
+            if conflicts:
+                self.register_bank_conflicts += conflicts
+                if ready_at <= nxt:
+                    board = DISPATCH_STALL
+                ready_at += conflicts
         if ready_at > nxt:
             self.ready.remove(warp)
             warp.reason = board

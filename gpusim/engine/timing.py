@@ -9,8 +9,10 @@ import math
 
 from ..arch import ArchSpec
 from ..arch.tensor import is_sparse, mma_precision, precision_scale
-from ..workload.opcodes import (BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, LDST_GLOBAL, LDST_LOCAL, LDST_SHARED,
-                                MISC, PIPELINE_CLASSES, SFU, TENSOR, WARPGROUP_MMA, OpInfo)
+from ..analytic.register_banks import RegisterBanks
+from ..workload.opcodes import (ASYNC_MMA, BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, LDST_GLOBAL, LDST_LOCAL,
+                                LDST_SHARED, MISC, PIPELINE_CLASSES, SFU, TENSOR, WARPGROUP_MMA, OpInfo, async_kind,
+                                commits_group, refusal)
 
 # Scoreboards (what a dependent instruction waits on) and the stall reason each produces.
 WAIT, SHORT, LONG, NONE = "wait", "short_scoreboard", "long_scoreboard", "none"
@@ -25,7 +27,8 @@ class OpTiming:
     as native struct slots on every issue."""
 
     __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "throttle", "is_memory", "is_branch",
-                 "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops")
+                 "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops", "async_kind",
+                 "commits", "chains", "refused")
 
     def __init__(self, pipe: str | None, interval: int, latency: int, board: str, throttle: str, is_memory: bool,
                  is_branch: bool, is_barrier: bool, pipeline: str, drains: bool):
@@ -43,6 +46,10 @@ class OpTiming:
         self.drains = drains  # a store or atomic: an exiting warp waits for it to complete
         self.fp32_flops = 0  # FP32 FLOP per active thread (FFMA 2, FADD / FMUL 1)
         self.tensor_flops = 0  # tensor FLOP per warp-instruction
+        self.async_kind = ""  # gpusim.workload.opcodes.async_kind: what gpusim.engine.asynchrony does with it
+        self.commits = False  # a warpgroup MMA that closes its wgmma group (.GSB0)
+        self.chains = False  # a warpgroup MMA: the tensor core orders the writes to its accumulators itself
+        self.refused = ""  # why a YAML workload may not use it on this arch (gpusim.workload.opcodes.refusal)
 
     def __repr__(self) -> str:
         return (f"OpTiming(pipe={self.pipe!r}, interval={self.interval}, latency={self.latency}, "
@@ -55,11 +62,20 @@ class TimingTable:
     def __init__(self, spec: ArchSpec):
         self.spec = spec
         self.cache: dict[str, OpTiming] = {}  # opcode -> timing (read directly on the hot path)
+        pipes = spec.pipelines
+        self.register_banks = RegisterBanks(pipes.register_banks, pipes.register_reads_per_bank)
 
     def __call__(self, info: OpInfo) -> OpTiming:
         timing = self.cache.get(info.opcode)
         if timing is None:
             timing = self.cache[info.opcode] = self._derive(info)
+            kind = async_kind(info)
+            if kind:
+                timing.async_kind = kind
+                timing.refused = refusal([info], self.spec.name, self.spec.compute_capability) or ""
+            if info.base in ASYNC_MMA:
+                timing.chains = True
+                timing.commits = commits_group(info)
         return timing
 
     def tensor_rate(self, warpgroup: bool) -> float:
@@ -99,7 +115,10 @@ class TimingTable:
             scale = precision_scale(self.spec, precision, is_sparse(info.opcode)) if precision else None
             rate = self.tensor_rate(info.base in WARPGROUP_MMA) * (scale or 1.0)
             interval = max(1, math.ceil(flops / rate))
-            timing = make(TENSOR, interval, p.tensor.latency, WAIT, MATH_THROTTLE)
+            # a warpgroup MMA's results are ready when its last step leaves the pipe: its interval, then the
+            # pipe's latency (a warp-level MMA's measured dependent latency already covers its short interval)
+            latency = interval + p.tensor.latency if info.base in ASYNC_MMA else p.tensor.latency
+            timing = make(TENSOR, interval, latency, WAIT, MATH_THROTTLE)
             timing.tensor_flops = flops
             return timing
         if cls in (LDST_GLOBAL, LDST_LOCAL):

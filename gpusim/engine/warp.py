@@ -12,6 +12,21 @@ if TYPE_CHECKING:
     from .subpartition import SubPartition
 
 
+def accumulating_operands_ready(regs: dict[str, tuple[int, str]], inst: WarpInst, earliest: int) -> tuple[int, str]:
+    """As operands_ready, for a warpgroup MMA: its accumulators (the registers it writes, read or not) are left out,
+    since the tensor core orders the writes to them itself (wgmma.mma_async chains on its accumulators without a
+    wait; reading them outside the MMA waits for them as usual)."""
+    ready, board = earliest, "wait"
+    dst = inst.dst
+    for name in inst.src:
+        if name in dst:
+            continue
+        entry = regs.get(name)
+        if entry is not None and entry[0] > ready:
+            ready, board = entry
+    return ready, board
+
+
 def operands_ready(regs: dict[str, tuple[int, str]], inst: WarpInst, earliest: int) -> tuple[int, str]:
     """(cycle `inst`'s sources and destinations are all ready, no earlier than `earliest`; the scoreboard of
     the register that decides it). Destinations count too: a write must wait for a pending write."""
@@ -35,7 +50,7 @@ class Warp:
     is added to the SM's counters when the state changes (never cycle by cycle)."""
 
     __slots__ = ("gid", "block", "index", "sp", "slot", "age", "stream", "inst", "timing", "regs", "reason",
-                 "since", "store_done", "finished")
+                 "since", "store_done", "finished", "async_state", "block_barriers")
 
     def __init__(self, gid: int, block: Block, index: int, sp: SubPartition, slot: int, age: int, stream: Any):
         self.gid = gid  # global warp id: block * warps_per_block + index
@@ -55,11 +70,26 @@ class Warp:
         self.since = 0
         self.store_done = 0  # cycle its last store completes (an exiting warp drains until then)
         self.finished = False
+        self.async_state: Any = None  # its copies, wgmma groups and mbarrier waits (gpusim.engine.asynchrony)
+        self.block_barriers: Any = None  # on a block's first warp: the block's mbarriers (gpusim.engine.asynchrony)
 
     def operands_ready(self, now: int) -> tuple[int, str]:
-        """(cycle the next instruction's sources and destinations are ready, the scoreboard that decides it)."""
-        assert self.inst is not None, "a warp without a next instruction has no operands to wait for"
-        return operands_ready(self.regs, self.inst, now)
+        """(cycle the next instruction can issue, no earlier than `now`: its sources and destinations ready and
+        its register-bank conflicts read; the scoreboard that decides it). For a warp leaving a barrier or an
+        mbarrier wait; the conflict cycles are counted on its sub-partition."""
+        inst = self.inst
+        assert inst is not None, "a warp without a next instruction has no operands to wait for"
+        if self.timing.chains:
+            ready, board = accumulating_operands_ready(self.regs, inst, now)
+        else:
+            ready, board = operands_ready(self.regs, inst, now)
+        conflicts = inst.bank_conflicts
+        if conflicts < 0:
+            conflicts = self.sp.register_banks.conflicts(inst)
+        if conflicts:
+            self.sp.register_bank_conflicts += conflicts
+            ready += conflicts
+        return ready, board
 
     def __repr__(self) -> str:
         return f"Warp(gid={self.gid}, slot={self.slot}, reason={self.reason})"

@@ -116,6 +116,10 @@ class MemoryHierarchy:
         self.smem_requests = 0
         self.mshr_stalls = 0
         self.no_address = 0
+        self.ldgsts_requests = 0
+        self.ldgsts_sectors = 0
+        self.bulk_copies = 0
+        self.bulk_bytes = 0
         self.latency_sum: list[int] = [0, 0, 0]
         self.latency_count: list[int] = [0, 0, 0]
 
@@ -140,6 +144,10 @@ class MemoryHierarchy:
             return self._atomic(sm, inst, by_line, now)
         if info.is_store:
             return self._store(sm, by_line, sectors, now)
+        if info.base == "LDGSTS":  # cp.async: a load whose data is written to shared memory, not registers
+            self.ldgsts_requests += 1
+            self.ldgsts_sectors += sectors
+            return self._load(sm, by_line, sectors, now, allocate=".BYPASS" not in info.opcode)
         return self._load(sm, by_line, sectors, now)
 
     def _data_stage(self, sm: int, wavefronts: int, now: int) -> int:
@@ -189,7 +197,10 @@ class MemoryHierarchy:
         relative, count = pattern
         return [(base_line + line, m) for line, m in relative], count
 
-    def _load(self, sm: int, by_line: list[tuple[int, int]], sectors: int, now: int) -> tuple[int, int]:
+    def _load(self, sm: int, by_line: list[tuple[int, int]], sectors: int, now: int,
+              allocate: bool = True) -> tuple[int, int]:
+        """A global or local load (and cp.async's read: `allocate` False for LDGSTS.BYPASS, cp.async.cg, which
+        neither hits in nor fills the L1)."""
         self.ld_requests += 1
         if not sectors:
             return now + self.l1_hit_latency, 0
@@ -214,7 +225,7 @@ class MemoryHierarchy:
                     mask &= ~pending
                     if not mask:
                         continue
-            present = l1.probe(line, mask)
+            present = l1.probe(line, mask) if allocate else 0
             hits += count[present]
             if present != mask:
                 missing.append((line, mask & ~present))
@@ -232,7 +243,8 @@ class MemoryHierarchy:
                 else:
                     mshr[line] = (t, lvl, mask)
                 bisect.insort(order, (t, line))
-                l1.fill(line, mask)
+                if allocate:
+                    l1.fill(line, mask)
                 if t > ready:
                     ready = t
                 if lvl > level:
@@ -311,6 +323,32 @@ class MemoryHierarchy:
             if n > hottest.get(line, 0):
                 hottest[line] = n
         return hottest
+
+    # --- bulk (TMA) copies ----------------------------------------------------------------------------------
+    def bulk_copy(self, sm: int, base: int, rows: int, row_bytes: int, pitch: int, now: int) -> int:
+        """A TMA / bulk copy of `rows` rows of `row_bytes` from global memory, `pitch` bytes apart, into shared
+        memory; the cycle it is complete. The copy engine reads from L2 through the SM's port, neither using nor
+        filling the L1 and its MSHRs; its shared-memory writes are not queued on the L1TEX data stage (they land
+        over the copy's duration, beside the warps' own traffic)."""
+        self.bulk_copies += 1
+        self.bulk_bytes += rows * row_bytes
+        count, sector, per_line = self.sector_count, self.sector, self.sectors_per_line
+        done = now + self.l2_hit_latency
+        for row in range(rows):
+            start = base + row * pitch
+            first, last = start // sector, (start + row_bytes - 1) // sector
+            line, mask = first // per_line, 0
+            for s in range(first, last + 2):  # one past the last: flushes the final line
+                if s > last or s // per_line != line:
+                    leave = self._port(sm, count[mask] * sector, now)
+                    t, _level = self._l2_access(line, mask, leave, write=False)
+                    if t > done:
+                        done = t
+                    if s > last:
+                        break
+                    line, mask = s // per_line, 0
+                mask |= 1 << (s - line * per_line)
+        return done
 
     # --- L2 and DRAM ---------------------------------------------------------------------------------------
     def _l2_access(self, line: int, mask: int, now: int, write: bool, atomic: int = 0) -> tuple[int, int]:
@@ -472,6 +510,10 @@ class MemoryHierarchy:
             "gpusim__l1_capacity_bytes": self.l1_bytes,
             "gpusim__mshr_full_events": self.mshr_stalls,
             "gpusim__memory_insts_without_addresses": self.no_address,
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum": self.ldgsts_requests,
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum": self.ldgsts_sectors,
+            "gpusim__bulk_copies": self.bulk_copies,
+            "gpusim__bulk_copy_bytes": self.bulk_bytes,
             "gpusim__load_latency_l1_hit": avg(L1),
             "gpusim__load_latency_l2_hit": avg(L2),
             "gpusim__load_latency_dram": avg(DRAM),

@@ -72,8 +72,11 @@ def instruction_table(rows: list[dict], title: str) -> Table:
     bold = set(heaviest[:HIGHLIGHTED])
     shared = any(r.get("memory", {}).get("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") for r in ran)
     global_ = any(_global_requests(r) for r in ran)
+    banks = any(r.get("gpusim__register_bank_conflicts") for r in ran)
     table = Table(title=title)
     columns = ["pc", "line", "opcode", "executed", "threads", "warp-cycles", "share", "per exec", "top stalls"]
+    if banks:
+        columns += ["reg bank conflicts"]
     if shared:
         columns += ["smem wavefronts", "conflicts"]
     if global_:
@@ -88,18 +91,21 @@ def instruction_table(rows: list[dict], title: str) -> Table:
         if hidden:
             table.add_row("...", "", f"{hidden} rows hidden", *[""] * (len(columns) - 3), style="dim")
             hidden = 0
-        table.add_row(*_cells(row, total, shared, global_), style="bold" if i in bold else None)
+        table.add_row(*_cells(row, total, shared, global_, banks), style="bold" if i in bold else None)
     if hidden:
         table.add_row("...", "", f"{hidden} rows hidden", *[""] * (len(columns) - 3), style="dim")
     return table
 
 
-def _cells(row: dict, total: int, shared: bool, global_: bool) -> list[str]:
+def _cells(row: dict, total: int, shared: bool, global_: bool, banks: bool = False) -> list[str]:
     executions = row["executions"]
     cells = [f"{row['pc']:#06x}", "-" if row["line"] is None else str(row["line"]), plain(row["opcode"], 24),
              f"{executions:,}", f"{row['thread_instructions'] / executions:.1f}" if executions else "-",
              f"{row['stall_cycles']:,}", f"{100 * row['stall_cycles'] / total:.1f}%",
              f"{row['stall_cycles'] / executions:.1f}" if executions else "-", _top_stalls(row)]
+    if banks:  # extra operand-collector cycles (gpusim__register_bank_conflicts)
+        conflicts = row.get("gpusim__register_bank_conflicts", 0)
+        cells.append(f"{conflicts:,}" if conflicts else "")
     memory = row.get("memory")
     if shared:
         waves = memory.get("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") if memory else 0

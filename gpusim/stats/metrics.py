@@ -68,6 +68,9 @@ def kernel_metrics(gpu, cycles: int) -> dict:
         "gpusim__blocks_per_sm": occ.blocks_per_sm,
         "gpusim__blocks_run_per_sm_max": max(gpu.dispatcher.placements),
         "gpusim__max_resident_blocks_per_sm": max(sm.max_running_blocks for sm in sms),
+        # extra operand-collector cycles: sources that need more reads of one register bank than it serves a cycle
+        "gpusim__register_bank_conflicts": sum(getattr(sp, "register_bank_conflicts", 0) for sm in sms
+                                              for sp in sm.sps),
     }
     for reason in REASONS:
         m[f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"] = _ratio(stall[reason], inst)

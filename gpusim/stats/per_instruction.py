@@ -93,11 +93,12 @@ def _walk(nodes, out: list) -> None:
 
 
 class _Tally:
-    __slots__ = ("executions", "thread_instructions", "stalls", "memory", "space")
+    __slots__ = ("executions", "thread_instructions", "stalls", "memory", "space", "bank_conflicts")
 
     def __init__(self):
         self.executions = 0
         self.thread_instructions = 0
+        self.bank_conflicts = 0  # extra register-file read cycles its executions cost (gpusim.analytic.register_banks)
         self.stalls: dict[str, int] = {}
         self.memory: list[int] | None = None  # the memory counters its accesses moved, as MEMORY_COUNTERS
         self.space: str | None = None  # the memory space it accesses
@@ -144,6 +145,8 @@ class PerInstructionRecorder(Observer):
         tally = self._tallies.get(key) or self._new(key)
         tally.executions += 1
         tally.thread_instructions += inst.mask.bit_count()
+        if inst.bank_conflicts > 0:
+            tally.bank_conflicts += inst.bank_conflicts
         self._last[warp.gid] = key
         if info.space is not None and self._memory is not None:
             self._before = _READ_COUNTERS(self._memory)
@@ -240,6 +243,9 @@ def _row(pc: int, opcode: str, line: int | None, parts: list[_Tally], counted: b
            "thread_instructions": sum(t.thread_instructions for t in parts),
            "stall_cycles": sum(stalls.values()),
            "stalls": {r: stalls[r] for r in sorted(stalls, key=lambda r: _ORDER.get(r, len(_ORDER))) if stalls[r]}}
+    conflicts = sum(t.bank_conflicts for t in parts)
+    if conflicts:
+        row["gpusim__register_bank_conflicts"] = conflicts
     moved = [t for t in parts if t.memory is not None]
     if counted and moved and moved[0].space in ("shared", "global", "local"):
         row["memory"] = memory_record([sum(column) for column in zip(*(t.memory for t in moved))], moved[0].space)

@@ -18,19 +18,45 @@ def lane_offsets(addrs: Any) -> tuple[int, bytes]:
     return base, (addrs - base).tobytes()
 
 
+class AsyncOperands:
+    """What an asynchronous instruction of a YAML workload says besides its registers (gpusim.engine.asynchrony
+    reads it): `pending` for DEPBAR / WARPGROUP.DEPBAR (groups that may stay in flight), `barrier` (an mbarrier's
+    name in the block), `bytes` (a bulk copy's size, or the transaction bytes SYNCS.ARRIVE expects), `rows` and
+    `pitch` (a bulk copy's rows and the bytes between their starts) and `arrivals` (SYNCS.EXCH: arrivals per
+    phase). One shared object serves every instruction whose values are the same."""
+
+    __slots__ = ("pending", "barrier", "bytes", "rows", "pitch", "arrivals")
+
+    def __init__(self, pending: int = 0, barrier: str = "", nbytes: int = 0, rows: int = 1, pitch: int = 0,
+                 arrivals: int = 0):
+        self.pending, self.barrier, self.bytes = pending, barrier, nbytes
+        self.rows, self.pitch, self.arrivals = rows, pitch, arrivals
+
+    def __repr__(self) -> str:
+        return (f"AsyncOperands(pending={self.pending}, barrier={self.barrier!r}, bytes={self.bytes}, "
+                f"rows={self.rows}, pitch={self.pitch}, arrivals={self.arrivals})")
+
+
 class WarpInst:
     """`warp` is the issuing warp's global id; it is None on an instruction without addresses that a block
     walker hands to every warp of its block as one shared object (the engine knows which warp issues it; only
-    per-lane local addresses need the id). `addrs` is a 32-lane int64 array, or None."""
+    per-lane local addresses need the id). `addrs` is a 32-lane int64 array, or None. `operands`: what an
+    asynchronous instruction of a YAML workload says besides its registers (None elsewhere, traces included).
+    `bank_conflicts`: extra register-file read cycles its sources cost, -1 until the engine first counts them
+    (once per object: shared instructions are counted once)."""
 
-    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "addrs", "_address_key")
+    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "addrs", "_address_key", "operands",
+                 "bank_conflicts")
 
     def __init__(self, info: OpInfo, warp: int | None, block: int, pc: int, mask: int, dst: tuple[str, ...],
-                 src: tuple[str, ...], addrs: Any, address_key: tuple[int, bytes] | None = None):
+                 src: tuple[str, ...], addrs: Any, address_key: tuple[int, bytes] | None = None,
+                 operands: AsyncOperands | None = None):
         self.info = info
         self.warp, self.block, self.pc, self.mask = warp, block, pc, mask
         self.dst, self.src, self.addrs = dst, src, addrs
         self._address_key = address_key
+        self.operands = operands
+        self.bank_conflicts = -1
 
     def address_key(self) -> tuple[int, bytes]:
         """(lane 0's address, every lane's offset from it as int64 bytes): the addresses in a form the memory
@@ -93,13 +119,15 @@ class QueueStream:
 
 
 def deal(queues: list[deque[WarpInst]], first_warp: int, block: int, info: OpInfo,
-         rows: list[tuple[int, int, tuple[str, ...], tuple[str, ...]]], addrs: Any,
+         rows: list[tuple[int, int, tuple[str, ...], tuple[str, ...], AsyncOperands | None]], addrs: Any,
          lanes: tuple[list[list[int]], bytes] | None) -> None:
-    """Append one chunk of a block walker's instructions, rows of (pc, mask, dst, src), to each warp's queue.
-    Without addresses, one object per row serves every warp; else warp w gets lane addresses addrs[w, row] and
-    its address key from `lanes`: (lane 0's address per warp and row, all lanes' offsets as int64 bytes)."""
+    """Append one chunk of a block walker's instructions, rows of (pc, mask, dst, src, operands), to each warp's
+    queue. Without addresses, one object per row serves every warp; else warp w gets lane addresses
+    addrs[w, row] and its address key from `lanes`: (lane 0's address per warp and row, all lanes' offsets as
+    int64 bytes)."""
     if addrs is None:
-        shared = [WarpInst(info, None, block, pc, mask, dst, src, None) for pc, mask, dst, src in rows]
+        shared = [WarpInst(info, None, block, pc, mask, dst, src, None, None, operands)
+                  for pc, mask, dst, src, operands in rows]
         for queue in queues:
             queue.extend(shared)
         return
@@ -110,7 +138,7 @@ def deal(queues: list[deque[WarpInst]], first_warp: int, block: int, info: OpInf
     for w, queue in enumerate(queues):
         lane_addrs = addrs[w]
         warp_bases = first_lanes[w]
-        for j, (pc, mask, dst, src) in enumerate(rows):
+        for j, (pc, mask, dst, src, operands) in enumerate(rows):
             queue.append(WarpInst(info, first_warp + w, block, pc, mask, dst, src, lane_addrs[j],
-                                  (warp_bases[j], offsets[at:at + size])))
+                                  (warp_bases[j], offsets[at:at + size]), operands))
             at += size

@@ -77,6 +77,13 @@ _INTRODUCED: dict[str, dict[str, str]] = {
 # Warpgroup (Hopper wgmma) and tcgen05 (Blackwell) MMA, on those parts the only paths to the tensor peak
 # (OMMA and QMMA, sm_120's, are warp-level)
 WARPGROUP_MMA = frozenset({"HGMMA", "IGMMA", "QGMMA", "BGMMA", "UTCHMMA", "UTCQMMA", "UTCIMMA", "UTCOMMA", "UTCBMMA"})
+# Instructions whose meaning is asynchronous (gpusim.engine.asynchrony gives YAML workloads their semantics):
+# cp.async copies, commits and waits; TMA / bulk copies and the mbarriers they complete on; wgmma, its groups
+# and waits. A YAML workload that uses one on an architecture without it is refused, not run (see `refusal`).
+ASYNC_COPY = frozenset({"LDGSTS", "LDGDEPBAR", "DEPBAR"})  # cp.async (sm_80+); DEPBAR.LE SB0, N is its wait
+BULK_COPY = frozenset({"UTMALDG", "UBLKCP"})  # cp.async.bulk(.tensor) global -> shared, completing on an mbarrier
+ASYNC_MMA = frozenset({"HGMMA", "IGMMA", "QGMMA", "BGMMA"})  # wgmma.mma_async (sm_90a)
+ASYNC_OPS = ASYNC_COPY | BULK_COPY | ASYNC_MMA | {"SYNCS", "WARPGROUP"}
 
 
 def _tables() -> dict[str | None, dict[str, str]]:
@@ -177,6 +184,45 @@ def lookup(opcode: str, family: str | None = None) -> OpInfo | None:
                   is_store=base in _STORES or base == "RED", is_atomic=base in _ATOMICS, mma_flops=mma)
 
 
+# What an asynchronous opcode does (async_kind): the operands each kind takes in a YAML workload are
+# gpusim.workload.program.ASYNC_OPERANDS; gpusim.engine.asynchrony carries each kind out.
+COPY, COMMIT, WAIT_COPIES = "copy", "commit", "wait_copies"  # LDGSTS, LDGDEPBAR, DEPBAR
+BULK = "bulk"  # UTMALDG, UBLKCP
+MBARRIER_INIT, MBARRIER_ARRIVE, MBARRIER_WAIT = "mbarrier_init", "mbarrier_arrive", "mbarrier_wait"  # SYNCS.*
+MMA, MMA_FENCE, WAIT_MMA = "mma", "mma_fence", "wait_mma"  # HGMMA..., WARPGROUP.ARRIVE, WARPGROUP.DEPBAR
+_SYNCS_KINDS = {"EXCH": MBARRIER_INIT, "ARRIVE": MBARRIER_ARRIVE, "PHASECHK": MBARRIER_WAIT}
+_WARPGROUP_KINDS = {"ARRIVE": MMA_FENCE, "DEPBAR": WAIT_MMA}
+SYNCS_FORMS = "SYNCS.EXCH (mbarrier init), SYNCS.ARRIVE (arrive; expect-tx with 'bytes') or SYNCS.PHASECHK (wait)"
+WARPGROUP_FORMS = "WARPGROUP.ARRIVE (wgmma.fence) or WARPGROUP.DEPBAR (wgmma.wait_group)"
+
+
+def async_kind(info: OpInfo) -> str | None:
+    """What an asynchronous opcode does ("" for any other opcode; None for a SYNCS or WARPGROUP form that is
+    not modelled): a cp.async copy, commit or wait; a bulk (TMA) copy; an mbarrier init, arrive or wait; a
+    warpgroup MMA (an HGMMA with the .GSB0 modifier also commits its group), its fence or its wait."""
+    base, modifiers = info.base, info.opcode.split(".")[1:]
+    if base == "LDGSTS":
+        return COPY
+    if base == "LDGDEPBAR":
+        return COMMIT
+    if base == "DEPBAR":
+        return WAIT_COPIES
+    if base in BULK_COPY:
+        return BULK
+    if base in ASYNC_MMA:
+        return MMA
+    if base == "SYNCS":
+        return _SYNCS_KINDS.get(modifiers[0] if modifiers else "")
+    if base == "WARPGROUP":
+        return _WARPGROUP_KINDS.get(modifiers[0] if modifiers else "")
+    return ""
+
+
+def commits_group(info: OpInfo) -> bool:
+    """An HGMMA whose modifiers hold GSB0 closes the warp's open wgmma group (wgmma.commit_group)."""
+    return "GSB0" in info.opcode.split(".")[1:]
+
+
 def known_bases() -> list[str]:
     return sorted(_BASES)
 
@@ -192,7 +238,7 @@ _SINCE = {name: _FAMILY_CC[family] for family in reversed(FAMILIES)
 _SHAPE_SINCE = {("HMMA", "1688"): 75, ("HMMA", "16816"): 80, ("HMMA", "1684"): 80, ("IMMA", "8816"): 75,
                 ("IMMA", "8832"): 75, ("IMMA", "16816"): 80, ("IMMA", "16832"): 80, ("IMMA", "16864"): 80}
 _TYPE_SINCE = {"BF16": 80, "TF32": 80}  # HMMA input types
-_UNTIL = {name: 100 for name in ("HGMMA", "IGMMA", "QGMMA", "BGMMA")}  # sm_90a only
+_UNTIL = {name: 100 for name in ("HGMMA", "IGMMA", "QGMMA", "BGMMA", "WARPGROUP")}  # wgmma is sm_90a only
 
 
 def compute_capability_number(text: str) -> int:
@@ -237,3 +283,22 @@ def unsupported_warning(infos, arch_name: str, compute_capability: str) -> str |
     subject = "it runs" if len(missing) == 1 else "they run"
     timing = f"the {pipes[0]} pipe's" if len(pipes) == 1 else f"the {' and '.join(pipes)} pipes'"
     return f"{'; '.join(parts)}; {arch_name} is {compute_capability}: {subject} with {timing} timing anyway"
+
+
+def refusal(infos, arch_name: str, compute_capability: str) -> str | None:
+    """One line naming the asynchronous opcodes among `infos` (ASYNC_OPS: cp.async, TMA, mbarriers, wgmma) that an
+    architecture of this compute capability lacks, or None. A YAML workload's program is its own meaning: it
+    cannot run where those instructions do not exist (a trace's are checked by `unsupported_warning`)."""
+    cc = compute_capability_number(compute_capability)
+    missing: dict[str, tuple[int, int | None]] = {}
+    for info in infos:
+        if info.base in ASYNC_OPS and info.opcode not in missing:
+            first, end = supported_range(info)
+            if cc < first or end is not None and cc >= end:
+                missing[info.opcode] = (first, end)
+    if not missing:
+        return None
+    parts = [f"{opcode} exists on compute capability {first // 10}.x only" if end is not None
+             else f"{opcode} needs compute capability {_cc_text(first)}" for opcode, (first, end) in sorted(missing.items())]
+    return f"{'; '.join(parts)}; {arch_name} is {compute_capability}: a workload that uses asynchronous copies, " \
+           f"mbarriers or warpgroup MMA cannot run there"

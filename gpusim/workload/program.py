@@ -9,17 +9,53 @@ import attrs
 
 from ..errors import shorten
 from .expr import Expr, ExprError, compile_expr
-from .opcodes import OpInfo, lookup
+from .inst import AsyncOperands
+from .opcodes import (BULK, COMMIT, COPY, MBARRIER_ARRIVE, MBARRIER_INIT, MBARRIER_WAIT, MMA, MMA_FENCE, SYNCS_FORMS,
+                      WAIT_COPIES, WAIT_MMA, WARPGROUP_FORMS, OpInfo, async_kind, lookup)
 from .yamlio import LineDict, WorkloadError
 
 PC_STEP = 16  # bytes per SASS instruction
 _REG = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\{[^{}]+\}[A-Za-z0-9_]*)*\Z")
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
-INSTR_KEYS = {"op", "dst", "src", "addr", "pred", "repeat", "comment"}
+# Operands of asynchronous instructions (gpusim.engine.asynchrony): kind -> (keys it needs, keys it may have)
+ASYNC_OPERANDS = {
+    COPY: ((), ()), COMMIT: ((), ()), MMA: ((), ()), MMA_FENCE: ((), ()),
+    WAIT_COPIES: ((), ("pending",)), WAIT_MMA: ((), ("pending",)),
+    BULK: (("barrier", "bytes"), ("rows", "pitch")),
+    MBARRIER_INIT: (("barrier", "arrivals"), ()),
+    MBARRIER_ARRIVE: (("barrier",), ("bytes",)),
+    MBARRIER_WAIT: (("barrier",), ()),
+}
+ASYNC_KEYS = {"pending", "barrier", "bytes", "rows", "pitch", "arrivals"}
+_KEY_USE = {"pending": "DEPBAR and WARPGROUP.DEPBAR", "barrier": "SYNCS, UTMALDG and UBLKCP",
+            "bytes": "UTMALDG, UBLKCP and SYNCS.ARRIVE", "rows": "UTMALDG and UBLKCP", "pitch": "UTMALDG and UBLKCP",
+            "arrivals": "SYNCS.EXCH"}
+_KEY_MEANING = {"barrier": "the mbarrier's name", "bytes": "the bytes it copies", "arrivals": "arrivals per phase"}
+
+INSTR_KEYS = {"op", "dst", "src", "addr", "pred", "repeat", "comment"} | ASYNC_KEYS
 LOOP_KEYS = {"loop", "var", "body", "comment"}
 IF_KEYS = {"if", "then", "else", "comment"}
 EXIT_KEYS = {"exit", "comment"}
+
+
+@attrs.frozen
+class AsyncSpec:
+    """An asynchronous instruction's operands as written: expressions (None where absent) and the mbarrier's name
+    (it may hold {expression} placeholders, resolved like register names). `fixed`: the one AsyncOperands every
+    instance shares when nothing depends on the warp, the trip or the repeat."""
+    kind: str  # gpusim.workload.opcodes.async_kind
+    pending: Expr | None
+    barrier: str
+    nbytes: Expr | None
+    rows: Expr | None
+    pitch: Expr | None
+    arrivals: Expr | None
+    fixed: AsyncOperands | None
+    where: str  # file:line, for messages about its values
+
+    def exprs(self) -> list[Expr]:
+        return [e for e in (self.pending, self.nbytes, self.rows, self.pitch, self.arrivals) if e is not None]
 
 
 @attrs.frozen
@@ -36,10 +72,13 @@ class Instr:
     templated: bool  # register names contain {expression} placeholders
     template_names: tuple[str, ...]  # the names those placeholders read
     bad_address_bits: int  # address & this != 0 means negative or misaligned
-
+    operands: AsyncSpec | None = None  # asynchronous instructions (cp.async, TMA, mbarriers, wgmma) only
 
     def control_exprs(self):
-        return [e for e in (self.pred, self.repeat) if e is not None]
+        """Expressions whose values shape what the warp issues: a block walker shares them across warps, so the
+        asynchronous operands are among them (a value that differs per warp means one walker per warp)."""
+        exprs = [e for e in (self.pred, self.repeat) if e is not None]
+        return exprs + self.operands.exprs() if self.operands is not None else exprs
 
 
 @attrs.frozen
@@ -210,14 +249,19 @@ class ProgramCompiler:
             raise WorkloadError(f"{self.where(item.line)}: unknown opcode {shorten(op)} "
                                 f"(see gpusim.workload.opcodes for the table)")
         addr = item.get("addr")
+        kind = async_kind(info)
         if info.is_memory and addr is None:
             raise WorkloadError(f"{self.where(item.line)}: {info.opcode} is a {info.space} memory instruction "
                                 f"and needs 'addr'")
-        if not info.is_memory and addr is not None:
+        if kind == BULK and addr is None:
+            raise WorkloadError(f"{self.where(item.line)}: {info.opcode} copies a tile from global memory and needs "
+                                f"'addr' (its first byte)")
+        if not info.is_memory and kind != BULK and addr is not None:
             raise WorkloadError(f"{self.where(item.line)}: {info.opcode} does not access memory; remove 'addr'")
         self.scopes.append({"rep"})
         self.templates = {}
         try:
+            operands = self.async_operands(item, info, kind)
             repeat = self.expr(item.get("repeat", 1), item.line, "repeat")
             constant = repeat.constant
             if constant is not None and (isinstance(constant, bool) or not isinstance(constant, int) or constant < 0):
@@ -231,9 +275,48 @@ class ProgramCompiler:
                          pred=None if item.get("pred") is None else self.expr(item["pred"], item.line, "pred"),
                          repeat=repeat, templated=any("{" in r for r in dst + src),
                          template_names=tuple(sorted({n for e in self.templates.values() for n in e.names})),
-                         bad_address_bits=(info.width - 1 if info.width else 0) | -(1 << 63))
+                         bad_address_bits=(info.width - 1 if info.width else 0) | -(1 << 63), operands=operands)
         finally:
             self.scopes.pop()
+
+    def async_operands(self, item: LineDict, info: OpInfo, kind: str | None) -> AsyncSpec | None:
+        """The operands of an asynchronous instruction, checked against what its kind takes; None for others
+        (which take none of those keys)."""
+        where = self.where(item.line)
+        given = sorted(ASYNC_KEYS & item.keys())
+        if kind is None:
+            forms = SYNCS_FORMS if info.base == "SYNCS" else WARPGROUP_FORMS
+            raise WorkloadError(f"{where}: {info.opcode}: expected {forms}")
+        if not kind:
+            if given:
+                raise WorkloadError(f"{where}: {info.opcode} takes no '{given[0]}' (it applies to "
+                                    f"{_KEY_USE[given[0]]})")
+            return None
+        needed, optional = ASYNC_OPERANDS[kind]
+        for key in given:
+            if key not in needed and key not in optional:
+                raise WorkloadError(f"{where}: {info.opcode} takes no '{key}' (it applies to {_KEY_USE[key]})")
+        for key in needed:
+            if key not in item:
+                raise WorkloadError(f"{where}: {info.opcode} needs '{key}' ({_KEY_MEANING[key]})")
+        if kind == COPY and item.get("dst") is not None:
+            raise WorkloadError(f"{where}: {info.opcode} copies global memory to shared memory and writes no "
+                                f"register: remove 'dst'")
+        barrier = item.get("barrier", "")
+        if "barrier" in item:
+            if not isinstance(barrier, str) or not _REG.match(barrier):
+                raise WorkloadError(f"{where}: 'barrier': {shorten(barrier)} is not an mbarrier name (letters, "
+                                    f"digits, _ and {{expression}} placeholders)")
+            for text in register_placeholders(barrier):
+                self.templates[text] = self.expr(text, item.line, f"barrier '{barrier}'")
+        exprs = {key: self.expr(item[key], item.line, key) if key in item else None
+                 for key in ("pending", "bytes", "rows", "pitch", "arrivals")}
+        fixed = None
+        if "{" not in barrier and all(e is None or e.constant is not None for e in exprs.values()):
+            fixed = operand_values(exprs, barrier, lambda e: e.constant, where)
+        return AsyncSpec(kind=kind, pending=exprs["pending"], barrier=barrier, nbytes=exprs["bytes"],
+                         rows=exprs["rows"], pitch=exprs["pitch"], arrivals=exprs["arrivals"], fixed=fixed,
+                         where=where)
 
     def loop(self, item: LineDict) -> Loop:
         self.check_keys(item, LOOP_KEYS, "a loop")
@@ -274,6 +357,31 @@ class ProgramCompiler:
         self.check_keys(item, EXIT_KEYS, "an exit")
         cond = None if item["exit"] is True else self.expr(item["exit"], item.line, "exit condition")
         return Exit(cond=cond, line=item.line, pc=self.next_pc())
+
+
+_MINIMUM = {"pending": 0, "bytes": 1, "rows": 1, "pitch": 0, "arrivals": 1}
+
+
+def operand_values(exprs: dict, barrier: str, value: Callable, where: str) -> AsyncOperands:
+    """AsyncOperands from an instruction's operand expressions (key -> Expr or None), each read by `value(expr)`:
+    whole numbers at least their minimum; a bulk copy's bytes a whole number of rows."""
+    got = {}
+    for key, e in exprs.items():
+        if e is None:
+            continue
+        number = value(e)
+        if isinstance(number, float) and number.is_integer():
+            number = int(number)
+        if isinstance(number, bool) or not isinstance(number, int) or number < _MINIMUM[key]:
+            raise WorkloadError(f"{e.where}: {shorten(e.text)}: expected a whole number >= {_MINIMUM[key]}, the "
+                                f"same for every lane, got {shorten(number)}")
+        got[key] = number
+    rows = got.get("rows", 1)
+    nbytes = got.get("bytes", 0)
+    if nbytes % rows:
+        raise WorkloadError(f"{where}: bytes {nbytes} is not a whole number of {rows} rows")
+    return AsyncOperands(pending=got.get("pending", 0), barrier=barrier, nbytes=nbytes, rows=rows,
+                         pitch=got.get("pitch", nbytes // rows), arrivals=got.get("arrivals", 0))
 
 
 def walk_instrs(body, fn: Callable[[Instr], None]):

@@ -21,8 +21,8 @@ from ..errors import shorten
 from .expr import Expr, ExprError
 from .inst import QueueStream, WarpInst, deal
 from .kernel import FULL_MASK, PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
-from .opcodes import OpInfo
-from .program import (BRA_INFO, BSSY_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, Reconverge,
+from .opcodes import BULK, OpInfo
+from .program import (BRA_INFO, BSSY_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, Reconverge, operand_values,
                       register_placeholders)
 from .yamlio import WorkloadError
 
@@ -243,6 +243,9 @@ class _WarpWalker:
             env["rep"] = 0
         regs = self.registers(node, repeat) if node.templated else None
         dst, src = node.dst, node.src
+        spec = node.operands
+        operands = spec.fixed if spec is not None else None
+        bulk = spec is not None and spec.kind == BULK
         out = []
         for j in range(count):
             k = first + j
@@ -253,14 +256,57 @@ class _WarpWalker:
                 m = mask & to_mask(pred(env))
             if regs is not None:
                 dst, src = regs[k]
+            if spec is not None and spec.fixed is None:
+                env["rep"] = k
+                operands = self.operands(node)
             lane_addrs = None
             if addrs is not None:
                 lane_addrs = addrs[j]
-                if m != FULL_MASK or self.check_all:
+                if bulk:
+                    self.check_tile(node, lane_addrs, m, operands)
+                elif m != FULL_MASK or self.check_all:
                     self.check(node, lane_addrs, m)
-            out.append(WarpInst(info, warp, block, pc + 16 * k, m, dst, src, lane_addrs))
+            out.append(WarpInst(info, warp, block, pc + 16 * k, m, dst, src, lane_addrs, None, operands))
         env["rep"] = 0
         return out
+
+    def operands(self, node: Instr):
+        """An asynchronous instruction's operands in this warp's environment (with `rep` set): whole numbers the
+        same for every lane, and the mbarrier's name with its placeholders resolved."""
+        spec, env = node.operands, self.env
+
+        def uniform(e: Expr):
+            value = e(env)
+            if isinstance(value, np.ndarray):
+                if value.size and (value == value.flat[0]).all():
+                    return value.flat[0].item()
+                raise WorkloadError(f"{e.where}: {shorten(e.text)}: must be the same for every lane")
+            return value.item() if isinstance(value, np.generic) else value
+
+        exprs = {"pending": spec.pending, "bytes": spec.nbytes, "rows": spec.rows, "pitch": spec.pitch,
+                 "arrivals": spec.arrivals}
+        barrier = resolve_registers((spec.barrier,), node.templates, env)[0] if "{" in spec.barrier else spec.barrier
+        return operand_values(exprs, barrier, uniform, spec.where)
+
+    def check_tile(self, node: Instr, addrs: np.ndarray, mask: int, operands) -> None:
+        """A bulk (TMA) copy: each active lane copies one tile of `rows` rows of bytes / rows bytes, `pitch` apart,
+        from its address: 16-byte aligned (the TMA's rule for addresses, row sizes and strides) and inside one
+        global buffer."""
+        active = addrs if mask == FULL_MASK else addrs[mask_to_bool(mask)]
+        row = operands.bytes // operands.rows
+        if row % 16 or (operands.rows > 1 and operands.pitch % 16):
+            _bad_address(node, f"a bulk copy's rows ({row} bytes) and pitch ({operands.pitch}) must be multiples "
+                               f"of 16 bytes")
+        extent = (operands.rows - 1) * operands.pitch + row
+        ranges = self.kernel.address_ranges.get("global")
+        for address in sorted(set(active.tolist())):
+            if address < 0:
+                _bad_address(node, f"negative address {address}")
+            if address % 16:
+                _bad_address(node, f"address {address} is not aligned to 16 bytes (a bulk copy's rule)")
+            if ranges is not None and not _inside(ranges, address, address + extent):
+                _bad_address(node, _outside(ranges, address, extent, "global").replace(
+                    f"({extent}-byte access)", f"(a {extent:,}-byte tile)"))
 
     def registers(self, node: Instr, repeat: int) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
         """Resolved register names for each repeat, cached by the values of the other names they read."""
@@ -389,6 +435,9 @@ class _BlockWalker(_WarpWalker):
         if node.addr is not None:
             addrs, lanes = self.block_addresses(node, first, count)
         regs = self.registers(node, repeat) if node.templated else None
+        spec = node.operands
+        operands = spec.fixed if spec is not None else None
+        bulk = spec is not None and spec.kind == BULK
         rows = []
         for j in range(count):
             k = first + j
@@ -397,10 +446,16 @@ class _BlockWalker(_WarpWalker):
                 env["rep"] = k
                 m = mask & to_mask(node.pred(env))
             dst, src = regs[k] if regs is not None else (node.dst, node.src)
-            if addrs is not None and (m != FULL_MASK or self.check_all):
+            if spec is not None and spec.fixed is None:
+                env["rep"] = k
+                operands = self.operands(node)
+            if addrs is not None and (bulk or m != FULL_MASK or self.check_all):
                 for lane_addrs in addrs[:, j]:
-                    self.check(node, lane_addrs, m)
-            rows.append((node.pc + 16 * k, m, dst, src))
+                    if bulk:
+                        self.check_tile(node, lane_addrs, m, operands)
+                    else:
+                        self.check(node, lane_addrs, m)
+            rows.append((node.pc + 16 * k, m, dst, src, operands))
         env["rep"] = 0
         return [(node.info, rows, addrs, lanes)]
 

@@ -1,0 +1,277 @@
+"""Asynchronous instructions of YAML workloads, carried out when they issue (SubPartition.issue calls `issue`).
+
+* cp.async (Ampere and later): `LDGSTS` reads global memory like a load (the memory model's access, through
+  L1 / L2 / DRAM; `.BYPASS` skips the L1) and writes shared memory, with no register result: the warp goes on.
+  `LDGDEPBAR` commits the warp's copies since the last commit as a group; `DEPBAR` (DEPBAR.LE SB0, N) waits until
+  every group but the N most recent has landed. The wait is Nsight's `long_scoreboard`: DEPBAR waits on the
+  scoreboard (SB0) the L1TEX copies count down, and long_scoreboard is a scoreboard dependency on an L1TEX
+  (global) operation.
+* TMA and bulk copies (Hopper and later): `UTMALDG` / `UBLKCP` copy a tile (rows of bytes, a pitch apart) from
+  global memory to shared memory without registers, reading L2 through the SM's port (the memory model's
+  `bulk_copy`), one tile per active lane; the copy completes its bytes on an mbarrier.
+* mbarriers, per block and by name: `SYNCS.EXCH` initialises one with its arrivals per phase; `SYNCS.ARRIVE`
+  arrives (one arrival per active lane; with `bytes`, each expects that many transaction bytes); a phase
+  completes when its arrivals are in and its expected bytes have landed. `SYNCS.PHASECHK` (mbarrier.try_wait,
+  its retry loop as one instruction) waits for a phase: a warp's n-th wait on a barrier waits for phase n (as a
+  pipeline's consumer waits on each stage once per round). Nsight has no reason of its own for it: the wait is
+  counted as `long_scoreboard` (the try-wait's predicate comes back through a scoreboard, like a load's).
+* warpgroup MMA (Hopper): `HGMMA` (wgmma.mma_async) takes the tensor pipe for its interval and the warp goes on;
+  its accumulators are ready a pipe latency after the interval, and a following HGMMA on the same accumulators
+  does not wait for them (gpusim.engine.warp.accumulating_operands_ready). An HGMMA with `.GSB0` commits the
+  warp's MMAs since the last commit as a group (wgmma.commit_group); `WARPGROUP.DEPBAR` (wgmma.wait_group N)
+  waits until every group but the N most recent is done, counted as `wait` (the stall the engine gives any wait
+  on a tensor-pipe result); `WARPGROUP.ARRIVE` (wgmma.fence) only takes its issue slot. Each warp of the
+  warpgroup runs its quarter of the MMA on its own sub-partition's tensor pipe; their start is not aligned.
+
+Completion times are known when a copy or an MMA issues (the memory model and the pipe say when), so a wait
+knows at once how long its warp stalls, except an mbarrier wait on a phase that still lacks arrivals or bytes:
+that warp is parked with the mbarrier and woken when the event that completes the phase issues. A block whose
+live warps all wait (on mbarriers or at BAR.SYNC) with a phase incomplete can never go on: a one-line error.
+
+A YAML workload that uses one of these on an architecture without it is refused (opcodes.refusal) at its first
+issue; traces (no operands on their instructions) keep their recorded instruction stream and only the warning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import GpusimError
+from ..workload.opcodes import (BULK, COMMIT, COPY, MBARRIER_ARRIVE, MBARRIER_INIT, MBARRIER_WAIT, MMA, WAIT_COPIES,
+                                WAIT_MMA, WARPS_PER_WARPGROUP)
+
+LONG, WAIT = "long_scoreboard", "wait"
+PARKED = -1  # `issue`'s answer for a warp that waits on an mbarrier phase not yet complete
+
+
+class AsyncState:
+    """One warp's asynchronous work: completion cycles of its uncommitted copies and of each committed group
+    (cp.async and wgmma apart), and how many times it has waited on each mbarrier."""
+
+    __slots__ = ("copy_open", "copy_groups", "mma_open", "mma_groups", "waits", "parked_on")
+
+    def __init__(self) -> None:
+        self.copy_open = -1  # latest completion among copies not yet committed (-1: none)
+        self.copy_groups: list[int] = []  # each committed group's completion, oldest first
+        self.mma_open = -1
+        self.mma_groups: list[int] = []
+        self.waits: dict[str, int] = {}  # mbarrier name -> waits so far (the next wait's phase)
+        self.parked_on: MBarrier | None = None
+
+
+class MBarrier:
+    """One mbarrier of a block: arrivals expected per phase; the open phase's arrivals, outstanding transaction
+    bytes and latest event; each completed phase's cycle; warps parked on phases not yet complete."""
+
+    __slots__ = ("name", "expected", "arrived", "tx", "latest", "completed", "waiters")
+
+    def __init__(self, name: str, expected: int):
+        self.name = name
+        self.expected = expected
+        self.arrived = 0
+        self.tx = 0  # bytes expected and not yet landed (negative: landed before they were expected)
+        self.latest = 0
+        self.completed: list[int] = []  # completed[p]: the cycle phase p completed
+        self.waiters: dict[int, list[Any]] = {}
+
+    @property
+    def phase(self) -> int:
+        return len(self.completed)
+
+    def event(self, at: int, block: BlockBarriers, now: int) -> None:
+        """An arrival or a copy's bytes counted at cycle `at`: complete the phase if it is due, waking its
+        waiters (no earlier than the next cycle)."""
+        if at > self.latest:
+            self.latest = at
+        if self.arrived < self.expected or self.tx > 0:
+            return
+        self.completed.append(self.latest)
+        done, phase = self.latest, len(self.completed) - 1
+        self.arrived, self.tx, self.latest = 0, 0, 0
+        for warp in self.waiters.pop(phase, ()):
+            block.parked -= 1
+            warp.async_state.parked_on = None
+            wake = max(done, now + 1)
+            operands, _board = warp.operands_ready(wake)
+            warp.sp.sleep(warp, operands if operands > wake else wake, LONG)
+
+    def describe(self) -> str:
+        return (f"mbarrier '{self.name}': phase {self.phase} has {self.arrived} of {self.expected} arrivals and "
+                f"{max(self.tx, 0):,} transaction bytes outstanding")
+
+
+class BlockBarriers:
+    """A block's mbarriers by name, and how many of its warps are parked on one."""
+
+    __slots__ = ("by_name", "parked")
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, MBarrier] = {}
+        self.parked = 0
+
+
+def _state(warp: Any) -> AsyncState:
+    state = warp.async_state
+    if state is None:
+        state = warp.async_state = AsyncState()
+    return state
+
+
+def _barriers(warp: Any) -> BlockBarriers:
+    first = warp.block.warps[0]
+    barriers = first.block_barriers
+    if barriers is None:
+        barriers = first.block_barriers = BlockBarriers()
+    return barriers
+
+
+def _barrier(warp: Any, name: str, what: str) -> tuple[MBarrier, BlockBarriers]:
+    barriers = _barriers(warp)
+    barrier = barriers.by_name.get(name)
+    if barrier is None:
+        raise GpusimError(f"{what} on mbarrier '{name}' of block {warp.block.index} before a SYNCS.EXCH "
+                          f"initialised it (initialise it first, then BAR.SYNC)")
+    return barrier, barriers
+
+
+def _wait_groups(groups: list[int], pending: int) -> int:
+    """The cycle by which every group but the `pending` most recent has landed (0: none to wait for); those
+    groups are dropped."""
+    older = len(groups) - pending
+    if older <= 0:
+        return 0
+    until = max(groups[:older])
+    del groups[:older]
+    return until
+
+
+def issue(sp: Any, warp: Any, inst: Any, timing: Any, now: int, done: int) -> int:
+    """Carry out an asynchronous instruction that `warp` issues at `now` (`done`: when its own work completes: a
+    copy's data in shared memory, an MMA's results). Returns 0, the cycle before which the warp's next
+    instruction may not issue (its reason in sp.hold_reason), or PARKED."""
+    if timing.refused:
+        raise GpusimError(timing.refused)
+    kind = timing.async_kind
+    operands = inst.operands
+    if kind == COPY:
+        state = _state(warp)
+        if done > state.copy_open:
+            state.copy_open = done
+        if done > warp.store_done:  # an exiting warp waits for its copies to land
+            warp.store_done = done
+        return 0
+    if kind == COMMIT:
+        state = _state(warp)
+        state.copy_groups.append(state.copy_open if state.copy_open >= 0 else now)
+        state.copy_open = -1
+        return 0
+    if kind == WAIT_COPIES:
+        sp.hold_reason = LONG
+        return _wait_groups(_state(warp).copy_groups, operands.pending)
+    if kind == MMA:
+        if not sp.warpgroups_checked:
+            _check_warpgroups(sp)
+        state = _state(warp)
+        if done > state.mma_open:
+            state.mma_open = done
+        if timing.commits:
+            state.mma_groups.append(state.mma_open)
+            state.mma_open = -1
+        return 0
+    if kind == WAIT_MMA:
+        sp.hold_reason = WAIT
+        return _wait_groups(_state(warp).mma_groups, operands.pending)
+    if kind == BULK:
+        _bulk_copy(sp, warp, inst, now)
+        return 0
+    if kind == MBARRIER_INIT:
+        _barriers(warp).by_name[operands.barrier] = MBarrier(operands.barrier, operands.arrivals)
+        return 0
+    if kind == MBARRIER_ARRIVE:
+        barrier, barriers = _barrier(warp, operands.barrier, "SYNCS.ARRIVE")
+        lanes = inst.mask.bit_count()
+        barrier.arrived += lanes
+        barrier.tx += operands.bytes * lanes
+        barrier.event(now, barriers, now)
+        return 0
+    if kind == MBARRIER_WAIT:
+        return _wait_phase(sp, warp, operands.barrier)
+    return 0  # the wgmma fence: its issue slot only
+
+
+def _wait_phase(sp: Any, warp: Any, name: str) -> int:
+    barrier, barriers = _barrier(warp, name, "SYNCS.PHASECHK")
+    state = _state(warp)
+    phase = state.waits.get(name, 0)
+    state.waits[name] = phase + 1
+    sp.hold_reason = LONG
+    if phase < len(barrier.completed):
+        return barrier.completed[phase]
+    barrier.waiters.setdefault(phase, []).append(warp)
+    state.parked_on = barrier
+    barriers.parked += 1
+    check_stuck(warp)
+    return PARKED
+
+
+def _bulk_copy(sp: Any, warp: Any, inst: Any, now: int) -> None:
+    """One tile per active lane from its address; each lands its bytes on the instruction's mbarrier."""
+    operands = inst.operands
+    barrier, barriers = _barrier(warp, operands.barrier, inst.info.opcode)
+    copy = getattr(sp.memory, "bulk_copy", None)
+    rows, pitch = operands.rows, operands.pitch
+    row_bytes = operands.bytes // rows
+    mask, addrs = inst.mask, inst.addrs
+    latest = now
+    for lane in range(len(addrs)):
+        if not mask >> lane & 1:
+            continue
+        if copy is not None:
+            done = copy(sp.sm_index, int(addrs[lane]), rows, row_bytes, pitch, now)
+        else:  # a memory model without bulk copies: its global latency, as for any access
+            done = now + sp.timing.spec.memory.l1.hit_latency
+        barrier.tx -= operands.bytes
+        barrier.event(done, barriers, now)
+        if done > latest:
+            latest = done
+    if latest > warp.store_done:  # an exiting warp waits for its copies to land
+        warp.store_done = latest
+    if sp.observer is not None:
+        sp.observer.accessed(sp.sm, sp, warp, inst, now, latest)
+
+
+def _check_warpgroups(sp: Any) -> None:
+    """wgmma runs on warpgroups: the block's warps must come in fours (checked at a run's first HGMMA)."""
+    warps = sp.sm.gpu.kernel.launch.warps_per_block
+    if warps % WARPS_PER_WARPGROUP:
+        raise GpusimError(f"warpgroup MMA (HGMMA) runs on warpgroups of {WARPS_PER_WARPGROUP} warps; the launch has "
+                          f"{warps} warps per block: expected a multiple of {WARPS_PER_WARPGROUP * 32} threads")
+    for other in sp.sm.sps:
+        other.warpgroups_checked = True
+
+
+def cancel_park(warp: Any) -> None:
+    """A parked warp whose program ended right after its wait: it waits no more (it drains like any warp)."""
+    state = warp.async_state
+    barrier = state.parked_on if state is not None else None
+    if barrier is None:
+        return
+    for waiters in barrier.waiters.values():
+        if warp in waiters:
+            waiters.remove(warp)
+    state.parked_on = None
+    _barriers(warp).parked -= 1
+
+
+def check_stuck(warp: Any) -> None:
+    """Refuse a block that can never go on: every live warp waits on an mbarrier or at a BAR.SYNC, and some
+    mbarrier phase it waits for lacks arrivals or bytes that only those warps could supply."""
+    block = warp.block
+    warps = block.warps
+    if not warps or warps[0].block_barriers is None:
+        return
+    barriers = warps[0].block_barriers
+    if barriers.parked and barriers.parked + len(block.arrived) >= block.live:
+        stuck = next(b for b in barriers.by_name.values() if any(b.waiters.values()))
+        raise GpusimError(f"block {block.index} can never finish: {stuck.describe()}, and every live warp of the "
+                          f"block waits (on an mbarrier or at BAR.SYNC)")
