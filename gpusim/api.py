@@ -26,7 +26,7 @@ from .workload import Kernel, WorkloadError, kernel_mix, load_workload
 from .workload.expr import ExprError
 from .workload.kernel import check_override
 from .workload.overrides import LaunchOverrides, apply_launch_overrides, check_launch_overrides
-from .workload.opcodes import unsupported_warning
+from .workload.opcodes import refusal, unsupported_warning
 from .sampling.plan import MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, hot_loops, make_plan, with_trips
 from .sampling import parallel
 from .sampling.runner import INSTRUCTION_CHECK, pilot_point, point_kernel, project
@@ -266,6 +266,10 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
         stream_factory = its_stream_factory(kernel)
     else:
         stream_factory = None
+    if not traced:  # instructions the part does not have (cp.async, TMA, wgmma): refused before it runs
+        refused = refusal(program_infos(kernel.program), spec.name, spec.compute_capability)
+        if refused:
+            raise GpusimError(f"{kernel.source}: {refused}")
     env = simpy.Environment()
     gpu = build_gpu(spec, env, kernel, scheduler=scheduler, sms=sms, memory=memory, observer=observer,
                     stream_factory=stream_factory, block_limit=block_limit, stagger=stagger)

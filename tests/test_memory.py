@@ -137,7 +137,7 @@ def test_stream_reaches_the_achievable_dram_bandwidth(arch):
     dram = gpusim.load_arch(arch).memory.dram
     peak = dram.bandwidth_gbs * 1e9
     copy = 2 / (1 / dram.read_efficiency + 1 / dram.write_efficiency)
-    bw = run(MB / "stream.yaml", arch).metrics["dram__bytes.sum.per_second"]
+    bw = run(MB / "stream.yaml", arch, params={"n": 8388608}).metrics["dram__bytes.sum.per_second"]  # 32 MiB
     assert 0.9 * copy * peak <= bw <= dram.read_efficiency * peak
 
 
