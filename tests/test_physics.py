@@ -351,6 +351,8 @@ def test_fewer_sms_get_their_share_of_dram():
 SMALL = {
     "gemm_tile128.yaml": {"M": 256, "N": 256, "K": 256},
     "gemm_multistage.yaml": {"M": 256, "N": 256, "K": 256},
+    "gemm_hopper_ws.yaml": {"M": 256, "N": 256, "K": 256},
+    "flash_attention3.yaml": {"seq": 256, "heads": 2},
     "attention_naive.yaml": {"seq": 128, "heads": 2},
     "flash_attention.yaml": {"seq": 128, "heads": 2},
     "kv_decode.yaml": {"batch": 1, "seq": 256},

@@ -18,7 +18,7 @@ from ..errors import shorten
 __all__ = [
     "ArchSpec", "Clocks", "Structure", "SMSpec", "FrontendSpec", "SharedMemorySpec", "Pipeline", "TensorPipeline",
     "TensorRate", "TensorRates",
-    "Pipelines", "L1Spec", "L2Spec", "DramSpec", "MemorySpec", "describe_fields",
+    "Pipelines", "L1Spec", "L2Spec", "DramSpec", "SmToSmSpec", "MemorySpec", "describe_fields",
 ]
 
 
@@ -370,10 +370,26 @@ class DramSpec:
 
 
 @attrs.frozen
+class SmToSmSpec:
+    """The SM-to-SM network of a GPC (Hopper and later): what distributed shared memory (a block reading, writing
+    or updating the shared memory of another block of its thread block cluster) and cluster barriers cross."""
+
+    latency: int = _field("load-to-use latency of a distributed shared-memory access to another SM of the cluster",
+                          "cycles", _count(MAX_CYCLES))
+    sm_bytes_per_clock: float = _field(
+        "bytes one SM sends (and, separately, receives) over the network per core clock: distributed shared-memory "
+        "traffic moves in 32-byte sectors", "bytes/clk", _number(0, 64 * KIB))
+
+
+@attrs.frozen
 class MemorySpec:
     l1: L1Spec = _field("per-SM L1 data cache", validator=v.instance_of(L1Spec))
     l2: L2Spec = _field("shared L2", validator=v.instance_of(L2Spec))
     dram: DramSpec = _field("device memory", validator=v.instance_of(DramSpec))
+    sm_to_sm: SmToSmSpec | None = _field(
+        "the SM-to-SM network of distributed shared memory (compute capability 9.0 and later); absent: the part "
+        "has none", validator=_Optional(v.instance_of(SmToSmSpec), "a mapping of latency and sm_bytes_per_clock, "
+                                                                   "or absent"), default=None)
 
 
 @attrs.frozen

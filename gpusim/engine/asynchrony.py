@@ -28,6 +28,12 @@ knows at once how long its warp stalls, except an mbarrier wait on a phase that 
 that warp is parked with the mbarrier and woken when the event that completes the phase issues. A block whose
 live warps all wait (on mbarriers or at BAR.SYNC) with a phase incomplete can never go on: a one-line error.
 
+Across a thread block cluster (gpusim.engine.clusters): a bulk copy with `multicast` (a bit per rank) reads L2
+once and lands its bytes in the shared memory, and on the mbarrier of that name, of each block it names; a
+SYNCS.ARRIVE with `peer` arrives on that block's mbarrier, one SM-to-SM latency later. A block whose warps all
+wait may then be waiting for another block of its cluster: the check that refuses a block that can never go on
+looks at the whole cluster. UCGABAR_ARV / UCGABAR_WAIT (the cluster barrier) are carried out there.
+
 A YAML workload that uses one of these on an architecture without it is refused (opcodes.refusal) at its first
 issue; traces (no operands on their instructions) keep their recorded instruction stream and only the warning.
 """
@@ -37,8 +43,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import GpusimError
-from ..workload.opcodes import (BULK, COMMIT, COPY, MBARRIER_ARRIVE, MBARRIER_INIT, MBARRIER_WAIT, MMA, WAIT_COPIES,
-                                WAIT_MMA, WARPS_PER_WARPGROUP)
+from ..workload.opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, MBARRIER_ARRIVE, MBARRIER_INIT,
+                                MBARRIER_WAIT, MMA, WAIT_COPIES, WAIT_MMA, WARPS_PER_WARPGROUP)
+from . import clusters
 
 LONG, WAIT = "long_scoreboard", "wait"
 PARKED = -1  # `issue`'s answer for a warp that waits on an mbarrier phase not yet complete
@@ -91,9 +98,7 @@ class MBarrier:
         for warp in self.waiters.pop(phase, ()):
             block.parked -= 1
             warp.async_state.parked_on = None
-            wake = max(done, now + 1)
-            operands, _board = warp.operands_ready(wake)
-            warp.sp.sleep(warp, operands if operands > wake else wake, LONG)
+            clusters.wake(warp, max(done, now + 1), LONG)  # (a peer block's warps live on another SM)
 
     def describe(self) -> str:
         return (f"mbarrier '{self.name}': phase {self.phase} has {self.arrived} of {self.expected} arrivals and "
@@ -118,19 +123,26 @@ def _state(warp: Any) -> AsyncState:
 
 
 def _barriers(warp: Any) -> BlockBarriers:
-    first = warp.block.warps[0]
+    return _block_barriers(warp.block)
+
+
+def _block_barriers(block: Any) -> BlockBarriers:
+    first = block.warps[0]
     barriers = first.block_barriers
     if barriers is None:
         barriers = first.block_barriers = BlockBarriers()
     return barriers
 
 
-def _barrier(warp: Any, name: str, what: str) -> tuple[MBarrier, BlockBarriers]:
-    barriers = _barriers(warp)
+def _barrier(warp: Any, name: str, what: str, block: Any = None) -> tuple[MBarrier, BlockBarriers]:
+    """The mbarrier `name` of the warp's block (or of `block`, another of its cluster's)."""
+    block = warp.block if block is None else block
+    barriers = _block_barriers(block)
     barrier = barriers.by_name.get(name)
     if barrier is None:
-        raise GpusimError(f"{what} on mbarrier '{name}' of block {warp.block.index} before a SYNCS.EXCH "
-                          f"initialised it (initialise it first, then BAR.SYNC)")
+        after = "BAR.SYNC" if block is warp.block else "a cluster barrier"
+        raise GpusimError(f"{what} on mbarrier '{name}' of block {block.index} before a SYNCS.EXCH "
+                          f"initialised it (initialise it first, then {after})")
     return barrier, barriers
 
 
@@ -188,14 +200,23 @@ def issue(sp: Any, warp: Any, inst: Any, timing: Any, now: int, done: int) -> in
         _barriers(warp).by_name[operands.barrier] = MBarrier(operands.barrier, operands.arrivals)
         return 0
     if kind == MBARRIER_ARRIVE:
-        barrier, barriers = _barrier(warp, operands.barrier, "SYNCS.ARRIVE")
+        block, at = warp.block, now
+        if operands.peer >= 0:  # mbarrier.arrive.shared::cluster: the mbarrier of a block of the cluster
+            state = clusters.attach(sp.sm.gpu)
+            block, _sm, own = state.peer(warp, operands.peer, f"{inst.info.opcode} with peer {operands.peer}")
+            at = now if own else now + state.latency
+        barrier, barriers = _barrier(warp, operands.barrier, "SYNCS.ARRIVE", block)
         lanes = inst.mask.bit_count()
         barrier.arrived += lanes
         barrier.tx += operands.bytes * lanes
-        barrier.event(now, barriers, now)
+        barrier.event(at, barriers, now)
         return 0
     if kind == MBARRIER_WAIT:
         return _wait_phase(sp, warp, operands.barrier)
+    if kind == CLUSTER_ARRIVE:
+        return clusters.arrive(sp, warp, now)
+    if kind == CLUSTER_WAIT:
+        return clusters.wait(sp, warp, now)
     return 0  # the wgmma fence: its issue slot only
 
 
@@ -215,9 +236,12 @@ def _wait_phase(sp: Any, warp: Any, name: str) -> int:
 
 
 def _bulk_copy(sp: Any, warp: Any, inst: Any, now: int) -> None:
-    """One tile per active lane from its address; each lands its bytes on the instruction's mbarrier."""
+    """One tile per active lane from its address; each lands its bytes on the instruction's mbarrier (with
+    `multicast`: in each block it names, on that block's mbarrier of the name, from one read of L2)."""
     operands = inst.operands
-    barrier, barriers = _barrier(warp, operands.barrier, inst.info.opcode)
+    targets = _destinations(sp, warp, inst)
+    landing = [_barrier(warp, operands.barrier, inst.info.opcode, block) for block, _sm in targets]
+    to = [sm.index for _block, sm in targets]
     copy = getattr(sp.memory, "bulk_copy", None)
     rows, pitch = operands.rows, operands.pitch
     row_bytes = operands.bytes // rows
@@ -226,18 +250,36 @@ def _bulk_copy(sp: Any, warp: Any, inst: Any, now: int) -> None:
     for lane in range(len(addrs)):
         if not mask >> lane & 1:
             continue
-        if copy is not None:
-            done = copy(sp.sm_index, int(addrs[lane]), rows, row_bytes, pitch, now)
-        else:  # a memory model without bulk copies: its global latency, as for any access
+        if copy is None:  # a memory model without bulk copies: its global latency, as for any access
             done = now + sp.timing.spec.memory.l1.hit_latency
-        barrier.tx -= operands.bytes
-        barrier.event(done, barriers, now)
+        elif operands.multicast:
+            done = copy(sp.sm_index, int(addrs[lane]), rows, row_bytes, pitch, now, to)
+        else:
+            done = copy(sp.sm_index, int(addrs[lane]), rows, row_bytes, pitch, now)
+        for barrier, barriers in landing:
+            barrier.tx -= operands.bytes
+            barrier.event(done, barriers, now)
         if done > latest:
             latest = done
     if latest > warp.store_done:  # an exiting warp waits for its copies to land
         warp.store_done = latest
     if sp.observer is not None:
         sp.observer.accessed(sp.sm, sp, warp, inst, now, latest)
+
+
+def _destinations(sp: Any, warp: Any, inst: Any) -> list[tuple[Any, Any]]:
+    """(Block, SM) of each block a bulk copy lands in: its own, or those its `multicast` mask names."""
+    multicast = inst.operands.multicast
+    if not multicast:
+        return [(warp.block, sp.sm)]
+    state = clusters.attach(sp.sm.gpu)
+    what = f"{inst.info.opcode} with multicast {multicast:#x}"
+    out = []
+    for rank in range(multicast.bit_length()):
+        if multicast >> rank & 1:
+            block, sm, _own = state.peer(warp, rank, what)
+            out.append((block, sm))
+    return out
 
 
 def _check_warpgroups(sp: Any) -> None:
@@ -255,6 +297,7 @@ def cancel_park(warp: Any) -> None:
     state = warp.async_state
     barrier = state.parked_on if state is not None else None
     if barrier is None:
+        clusters.cancel_park(warp)
         return
     for waiters in barrier.waiters.values():
         if warp in waiters:
@@ -267,6 +310,9 @@ def check_stuck(warp: Any) -> None:
     """Refuse a block that can never go on: every live warp waits on an mbarrier or at a BAR.SYNC, and some
     mbarrier phase it waits for lacks arrivals or bytes that only those warps could supply."""
     block = warp.block
+    state = warp.sp.sm.cluster_state
+    if state is not None and state.check_stuck(warp):
+        return  # a block of a cluster: the cluster's blocks were looked at together
     warps = block.warps
     if not warps or warps[0].block_barriers is None:
         return

@@ -1,5 +1,6 @@
 """A streaming multiprocessor: sub-partitions, resident blocks, warp slots, barriers. `step(now)` does one
-cycle's work and says when the SM next has any (the GPU's clock process sleeps it until then)."""
+cycle's work and says when the SM next has any (the GPU's clock process sleeps it until then); with thread block
+clusters, it first steps the SMs that events elsewhere woke before their next step (gpusim.engine.clusters)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import heapq
 from typing import Any
 
 from ..stats import SMCounters
+from . import clusters
 from .scheduler import make_policy
 from .subpartition import INF, SubPartition
 from .warp import Warp
@@ -41,12 +43,20 @@ class SM:
         self.resident_blocks = 0  # placed here and not yet retired (including those still launching)
         self.running_blocks = 0  # whose warps have started and not all exited
         self.max_running_blocks = 0
+        self.cluster_state: Any = None  # the run's gpusim.engine.clusters.ClusterState, shared by every SM
+        self.clusters_checked = False  # whether the launch was looked at for clusters
+        self.clock_due: int = INF  # the cycle the GPU's clock next steps this SM (what its last step returned)
 
     # --- blocks --------------------------------------------------------------------------------------------
     def reserve_block(self, block_index: int, start: int) -> None:
         """The dispatcher placed a block here; its warps become resident at `start`."""
         self.resident_blocks += 1
         heapq.heappush(self.arrivals, (start, block_index))
+        if not self.clusters_checked:
+            clusters.attach_for_launch(self.gpu)
+        state = self.cluster_state
+        if state is not None:  # a cluster's blocks are placed on other SMs than the one whose block retired
+            state.placed(block_index, self, start)
 
     def start_block(self, block_index: int, now: int) -> None:
         kernel = self.gpu.kernel
@@ -65,6 +75,8 @@ class SM:
             warp = Warp(block_index * warps_per_block + i, block, i, sp, slot, self.gpu.next_age(),
                         self.gpu.stream(block_index, i))
             block.warps.append(warp)
+        if self.cluster_state is not None:
+            self.cluster_state.block_started(block)
         for warp in block.warps:
             warp.sp.add_warp(warp, now)
 
@@ -83,6 +95,9 @@ class SM:
         block.live -= 1
         if block.arrived:
             self.release_barrier_if_complete(block, now - 1)
+        state = self.cluster_state
+        if state is not None:  # an exited warp counts as arrived at its cluster's barrier
+            state.warp_exited(warp, now)
         if block.live == 0:
             # a block and its warps refer to each other: break the cycle, so that reference counting frees them
             # now (GPU.run collects cycles rarely; a long run would otherwise keep every retired block)
@@ -91,6 +106,8 @@ class SM:
             self.resident_blocks -= 1
             self.running_blocks -= 1
             self.counters.blocks_done += 1
+            if state is not None:
+                state.block_retired(block.index)
             if self.observer is not None:
                 self.observer.block_retired(self, block.index, now)
             self.gpu.block_retired(self, now)
@@ -112,6 +129,21 @@ class SM:
 
     # --- time ----------------------------------------------------------------------------------------------
     def step(self, now: int) -> int:
+        """The GPU clock's call: this cycle's work here (and the steps owed to other SMs by `now`); the cycle to
+        be stepped next."""
+        state = self.cluster_state
+        if state is not None and state.owed and state.owed[0][0] <= now:
+            state.serve(now)
+        nxt = self.advance(now)
+        if state is not None and state.owed:
+            owed = state.owed[0][0]
+            if owed < nxt:
+                nxt = owed
+        self.clock_due = nxt
+        return nxt
+
+    def advance(self, now: int) -> int:
+        """Do this cycle's work: start the blocks due, run the sub-partitions due; the cycle of the next work."""
         arrivals = self.arrivals
         while arrivals and arrivals[0][0] <= now:
             start, block_index = heapq.heappop(arrivals)

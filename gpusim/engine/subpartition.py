@@ -12,7 +12,7 @@ import heapq
 from typing import TYPE_CHECKING, Any
 
 from ..stats.counters import SMCounters
-from . import asynchrony
+from . import asynchrony, clusters
 from .scheduler import Policy, age as _age, slot as _slot
 from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
 from .warp import Warp, accumulating_operands_ready, operands_ready
@@ -188,7 +188,11 @@ class SubPartition:
             # pipe accepts another while fewer than queue_depth wait (full: mio_throttle / lg_throttle)
             drain = self.pipe_drain[pipe]
             start = drain if drain > now else now
-            ready_at, busy = self.memory.access(self.sm_index, inst, start)  # a MemoryResult or a plain pair
+            operands = inst.operands
+            if operands is not None and operands.peer >= 0:  # distributed shared memory: another block's
+                ready_at, busy = clusters.remote_access(self, warp, inst, start)
+            else:
+                ready_at, busy = self.memory.access(self.sm_index, inst, start)  # a MemoryResult or a plain pair
             if observer is not None:
                 observer.accessed(self.sm, self, warp, inst, start, ready_at)
             done = start + (busy if busy > timing.interval else timing.interval)  # the data stage, MSHRs, port

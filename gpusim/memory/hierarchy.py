@@ -15,6 +15,10 @@
   written. A sector in flight from DRAM is pending: a second request for it merges and waits for the data.
 * DRAM is a set of channels sharing the arch's bandwidth at the core clock, each with its own queue; reads and
   writes reach the arch's measured efficiency (dram.read_efficiency, dram.write_efficiency).
+* Distributed shared memory (`dsmem`): a block's access to the shared memory of another block of its cluster
+  moves 32-byte sectors over the GPC's SM-to-SM network: each SM sends, and separately receives, at most
+  `sm_to_sm.sm_bytes_per_clock`; the other SM's banks serve it on its data stage; the data is there the
+  network's latency after the last sector crossed.
 * With `--sms N` below the chip's SM count, the L2 and DRAM bandwidths are scaled to the SM share (the other
   SMs are taken to be as busy): N/SMs of the slices and channels (at least one each) at their full rates.
   Capacities and latencies stay those of the whole chip.
@@ -32,6 +36,7 @@ import numpy as np
 
 from ..analytic.banks import atomic_wavefronts, ideal_wavefronts, wavefronts
 from ..analytic.coalesce import active_lanes, sector_list
+from ..errors import GpusimError
 from ..workload.inst import WarpInst, lane_offsets
 from .cache import SectoredCache
 
@@ -120,6 +125,15 @@ class MemoryHierarchy:
         self.ldgsts_sectors = 0
         self.bulk_copies = 0
         self.bulk_bytes = 0
+        self.bulk_multicast_bytes = 0  # delivered to more blocks than the one copy read from L2
+        network = mem.sm_to_sm
+        self.arch_name: str = spec.name
+        self.net_latency: int = network.latency if network is not None else 0
+        self.net_rate: float = float(network.sm_bytes_per_clock) if network is not None else 0.0
+        self.net_out: list[float] = [0.0] * sms  # each SM's SM-to-SM port, sending: when it is next free
+        self.net_in: list[float] = [0.0] * sms  # ... and receiving
+        self.dsmem_requests: list[int] = [0, 0, 0]  # loads, stores, atomics on another block's shared memory
+        self.dsmem_sectors: list[int] = [0, 0, 0]
         self.latency_sum: list[int] = [0, 0, 0]
         self.latency_count: list[int] = [0, 0, 0]
 
@@ -160,12 +174,14 @@ class MemoryHierarchy:
         self.data_wavefronts += wavefronts
         return start
 
-    def _port(self, sm: int, nbytes: int, now: int) -> int:
-        """Queue `nbytes` on the SM's port to L2; return the cycle the request leaves (the queueing it met)."""
+    def _port(self, sm: int, nbytes: int, now: int, counted: bool = True) -> int:
+        """Queue `nbytes` on the SM's port to L2; return the cycle the request leaves (the queueing it met).
+        `counted` False: more SMs' ports for one request to L2 (a multicast copy), its bytes counted once."""
         free = self.port_free[sm]
         start = free if free > now else now
         self.port_free[sm] = start + nbytes / self.port_rate
-        self.port_bytes += nbytes
+        if counted:
+            self.port_bytes += nbytes
         leave = int(start)
         return leave + 1 if leave < start else leave
 
@@ -325,13 +341,17 @@ class MemoryHierarchy:
         return hottest
 
     # --- bulk (TMA) copies ----------------------------------------------------------------------------------
-    def bulk_copy(self, sm: int, base: int, rows: int, row_bytes: int, pitch: int, now: int) -> int:
+    def bulk_copy(self, sm: int, base: int, rows: int, row_bytes: int, pitch: int, now: int,
+                  to: list[int] | None = None) -> int:
         """A TMA / bulk copy of `rows` rows of `row_bytes` from global memory, `pitch` bytes apart, into shared
         memory; the cycle it is complete. The copy engine reads from L2 through the SM's port, neither using nor
         filling the L1 and its MSHRs; its shared-memory writes are not queued on the L1TEX data stage (they land
-        over the copy's duration, beside the warps' own traffic)."""
+        over the copy's duration, beside the warps' own traffic). `to`: a multicast copy's SMs (each block of
+        the cluster it lands in): L2 is read once, every one of their ports carries the bytes."""
         self.bulk_copies += 1
         self.bulk_bytes += rows * row_bytes
+        ports = [sm] if to is None else to
+        self.bulk_multicast_bytes += (len(ports) - 1) * rows * row_bytes
         count, sector, per_line = self.sector_count, self.sector, self.sectors_per_line
         done = now + self.l2_hit_latency
         for row in range(rows):
@@ -340,7 +360,12 @@ class MemoryHierarchy:
             line, mask = first // per_line, 0
             for s in range(first, last + 2):  # one past the last: flushes the final line
                 if s > last or s // per_line != line:
-                    leave = self._port(sm, count[mask] * sector, now)
+                    nbytes = count[mask] * sector
+                    leave = self._port(ports[0], nbytes, now)
+                    for other in ports[1:]:
+                        also = self._port(other, nbytes, now, False)
+                        if also > leave:
+                            leave = also
                     t, _level = self._l2_access(line, mask, leave, write=False)
                     if t > done:
                         done = t
@@ -440,7 +465,8 @@ class MemoryHierarchy:
         return total * self.sector
 
     # --- shared memory -------------------------------------------------------------------------------------
-    def _shared(self, sm: int, inst: WarpInst, now: int) -> tuple[int, int]:
+    def _bank_wavefronts(self, inst: WarpInst) -> tuple[int, int]:
+        """(wavefronts a shared-memory access takes through the banks, the fewest its width and lanes allow)."""
         info, mask = inst.info, inst.mask
         atomic = info.is_atomic
         base, offsets = inst.address_key()
@@ -452,7 +478,12 @@ class MemoryHierarchy:
             count = atomic_wavefronts if atomic else wavefronts
             wf = self._bank_memo[key] = (count(inst.addrs, info.width, mask, self.banks, self.bank_width),
                                          ideal_wavefronts(info.width, mask, self.banks, self.bank_width))
-        waves, ideal = wf
+        return wf
+
+    def _shared(self, sm: int, inst: WarpInst, now: int) -> tuple[int, int]:
+        info = inst.info
+        atomic = info.is_atomic
+        waves, ideal = self._bank_wavefronts(inst)
         self.smem_requests += 1
         self.smem_wavefronts += waves
         if atomic:
@@ -464,6 +495,38 @@ class MemoryHierarchy:
         start = self._data_stage(sm, waves, now)
         return start + self.shared_latency + waves - 1, start + waves - now
 
+    def dsmem(self, sm: int, target: int, inst: WarpInst, now: int) -> tuple[int, int]:
+        """A load, store or atomic from SM `sm` on the shared memory of a block on SM `target` of its cluster
+        (distributed shared memory); (cycle the data is ready or the write done, cycles the issuing pipe stays
+        busy: until its sectors have crossed the network). Its 32-byte sectors queue on the sending SM's and the
+        receiving SM's network ports; the target's banks serve it on its data stage meanwhile."""
+        rate = self.net_rate
+        if not rate:
+            raise GpusimError(f"{self.arch_name} has no SM-to-SM network (memory.sm_to_sm): distributed shared "
+                              f"memory cannot be simulated on it")
+        info = inst.info
+        base, offsets = inst.address_key()
+        _by_line, sectors = self._lines(base, offsets, info.width, inst.mask)
+        op = 2 if info.is_atomic else 1 if info.is_store else 0
+        self.dsmem_requests[op] += 1
+        self.dsmem_sectors[op] += sectors
+        if not sectors:
+            return now + self.net_latency, 1
+        waves, _ideal = self._bank_wavefronts(inst)
+        stage = self._data_stage(target, waves, now) + waves
+        send, receive = (target, sm) if op == 0 else (sm, target)  # a load's data comes back; the others' goes
+        out_free, in_free = self.net_out[send], self.net_in[receive]
+        start = out_free if out_free > in_free else in_free
+        if now > start:
+            start = now
+        finish = start + sectors * self.sector / rate
+        self.net_out[send] = self.net_in[receive] = finish
+        crossed = int(finish)
+        if crossed < finish:
+            crossed += 1
+        ready = (crossed if crossed > stage else stage) + self.net_latency
+        return ready, crossed - now
+
     # --- metrics -------------------------------------------------------------------------------------------
     def metrics(self, cycles: int) -> dict:
         # write-backs queued near the end can finish after the last warp: measure bandwidth over DRAM's busy window
@@ -471,6 +534,7 @@ class MemoryHierarchy:
         seconds = window / self.clock_hz if window else 0.0
         conflicts = self.smem_conflicts_ld + self.smem_conflicts_st + self.smem_conflicts_atom
         dram = self.dram_read + self.dram_write
+        dsmem_bytes = sum(self.dsmem_sectors) * self.sector  # (its rate: speed_of_light's SM-to-SM bytes)
 
         def pct(a, b):
             return 100.0 * a / b if b else 0.0
@@ -514,6 +578,14 @@ class MemoryHierarchy:
             "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum": self.ldgsts_sectors,
             "gpusim__bulk_copies": self.bulk_copies,
             "gpusim__bulk_copy_bytes": self.bulk_bytes,
+            "gpusim__bulk_copy_multicast_bytes": self.bulk_multicast_bytes,
+            "l1tex__t_requests_pipe_lsu_mem_dshared_op_ld.sum": self.dsmem_requests[0],
+            "l1tex__t_requests_pipe_lsu_mem_dshared_op_st.sum": self.dsmem_requests[1],
+            "l1tex__t_requests_pipe_lsu_mem_dshared_op_atom.sum": self.dsmem_requests[2],
+            "l1tex__t_sectors_pipe_lsu_mem_dshared_op_ld.sum": self.dsmem_sectors[0],
+            "l1tex__t_sectors_pipe_lsu_mem_dshared_op_st.sum": self.dsmem_sectors[1],
+            "l1tex__t_sectors_pipe_lsu_mem_dshared_op_atom.sum": self.dsmem_sectors[2],
+            "l1tex__t_bytes_pipe_lsu_mem_dshared.sum": dsmem_bytes,
             "gpusim__load_latency_l1_hit": avg(L1),
             "gpusim__load_latency_l2_hit": avg(L2),
             "gpusim__load_latency_dram": avg(DRAM),

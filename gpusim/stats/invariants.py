@@ -49,6 +49,10 @@ def throughputs(metrics: dict, spec) -> list[tuple[str, str, float, float, str]]
         ("DRAM bandwidth", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
          m["dram__bytes.sum.per_second"], dram_peak * mem.dram.read_efficiency, "B/s"),
     ]
+    if mem.sm_to_sm is not None and "l1tex__t_bytes_pipe_lsu_mem_dshared.sum" in m:
+        rows.append(  # distributed shared memory: every byte leaves one SM's SM-to-SM port
+            ("SM-to-SM bytes", "gpusim__sm_to_sm_bytes.avg.pct_of_peak_sustained_elapsed",
+             m["l1tex__t_bytes_pipe_lsu_mem_dshared.sum"] / cycles, sms * mem.sm_to_sm.sm_bytes_per_clock, "B/clk"))
     return rows
 
 
@@ -59,7 +63,8 @@ COMPUTE_UNITS = ("sm__inst_executed.avg.pct_of_peak_sustained_elapsed",
 MEMORY_UNITS = ("l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
                 "gpusim__l1_to_l2_bytes.avg.pct_of_peak_sustained_elapsed",
                 "lts__t_sectors.avg.pct_of_peak_sustained_elapsed",
-                "dram__throughput.avg.pct_of_peak_sustained_elapsed")
+                "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                "gpusim__sm_to_sm_bytes.avg.pct_of_peak_sustained_elapsed")
 
 
 def speed_of_light(metrics: dict, spec) -> dict:

@@ -19,22 +19,27 @@ def lane_offsets(addrs: Any) -> tuple[int, bytes]:
 
 
 class AsyncOperands:
-    """What an asynchronous instruction of a YAML workload says besides its registers (gpusim.engine.asynchrony
-    reads it): `pending` for DEPBAR / WARPGROUP.DEPBAR (groups that may stay in flight), `barrier` (an mbarrier's
-    name in the block), `bytes` (a bulk copy's size, or the transaction bytes SYNCS.ARRIVE expects), `rows` and
-    `pitch` (a bulk copy's rows and the bytes between their starts) and `arrivals` (SYNCS.EXCH: arrivals per
-    phase). One shared object serves every instruction whose values are the same."""
+    """What an asynchronous or cluster instruction of a YAML workload says besides its registers
+    (gpusim.engine.asynchrony and gpusim.engine.clusters read it): `pending` for DEPBAR / WARPGROUP.DEPBAR (groups
+    that may stay in flight), `barrier` (an mbarrier's name in the block), `bytes` (a bulk copy's size, or the
+    transaction bytes SYNCS.ARRIVE expects), `rows` and `pitch` (a bulk copy's rows and the bytes between their
+    starts), `arrivals` (SYNCS.EXCH: arrivals per phase), `peer` (the rank in the cluster of the block whose shared
+    memory or mbarrier an LDS / STS / ATOMS / SYNCS.ARRIVE reaches; -1: the warp's own block) and `multicast` (a
+    bulk copy's destination blocks, a bit per rank; 0: its own block only). One shared object serves every
+    instruction whose values are the same."""
 
-    __slots__ = ("pending", "barrier", "bytes", "rows", "pitch", "arrivals")
+    __slots__ = ("pending", "barrier", "bytes", "rows", "pitch", "arrivals", "peer", "multicast")
 
     def __init__(self, pending: int = 0, barrier: str = "", nbytes: int = 0, rows: int = 1, pitch: int = 0,
-                 arrivals: int = 0):
+                 arrivals: int = 0, peer: int = -1, multicast: int = 0):
         self.pending, self.barrier, self.bytes = pending, barrier, nbytes
         self.rows, self.pitch, self.arrivals = rows, pitch, arrivals
+        self.peer, self.multicast = peer, multicast
 
     def __repr__(self) -> str:
         return (f"AsyncOperands(pending={self.pending}, barrier={self.barrier!r}, bytes={self.bytes}, "
-                f"rows={self.rows}, pitch={self.pitch}, arrivals={self.arrivals})")
+                f"rows={self.rows}, pitch={self.pitch}, arrivals={self.arrivals}, peer={self.peer}, "
+                f"multicast={self.multicast})")
 
 
 class WarpInst:

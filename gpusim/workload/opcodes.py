@@ -83,7 +83,11 @@ WARPGROUP_MMA = frozenset({"HGMMA", "IGMMA", "QGMMA", "BGMMA", "UTCHMMA", "UTCQM
 ASYNC_COPY = frozenset({"LDGSTS", "LDGDEPBAR", "DEPBAR"})  # cp.async (sm_80+); DEPBAR.LE SB0, N is its wait
 BULK_COPY = frozenset({"UTMALDG", "UBLKCP"})  # cp.async.bulk(.tensor) global -> shared, completing on an mbarrier
 ASYNC_MMA = frozenset({"HGMMA", "IGMMA", "QGMMA", "BGMMA"})  # wgmma.mma_async (sm_90a)
-ASYNC_OPS = ASYNC_COPY | BULK_COPY | ASYNC_MMA | {"SYNCS", "WARPGROUP"}
+CLUSTER_BARRIER = frozenset({"UCGABAR_ARV", "UCGABAR_WAIT"})  # barrier.cluster.arrive / .wait (sm_90+)
+ASYNC_OPS = ASYNC_COPY | BULK_COPY | ASYNC_MMA | CLUSTER_BARRIER | {"SYNCS", "WARPGROUP"}
+# Shared-memory opcodes that may name a `peer` block of the cluster: distributed shared memory (ld/st/atom on the
+# shared::cluster window of a mapa-mapped address), carried over the SM-to-SM network (gpusim.engine.clusters)
+DSMEM_OPS = frozenset({"LDS", "STS", "ATOMS"})
 
 
 def _tables() -> dict[str | None, dict[str, str]]:
@@ -190,6 +194,8 @@ COPY, COMMIT, WAIT_COPIES = "copy", "commit", "wait_copies"  # LDGSTS, LDGDEPBAR
 BULK = "bulk"  # UTMALDG, UBLKCP
 MBARRIER_INIT, MBARRIER_ARRIVE, MBARRIER_WAIT = "mbarrier_init", "mbarrier_arrive", "mbarrier_wait"  # SYNCS.*
 MMA, MMA_FENCE, WAIT_MMA = "mma", "mma_fence", "wait_mma"  # HGMMA..., WARPGROUP.ARRIVE, WARPGROUP.DEPBAR
+CLUSTER_ARRIVE, CLUSTER_WAIT = "cluster_arrive", "cluster_wait"  # UCGABAR_ARV, UCGABAR_WAIT
+DSMEM = "dsmem"  # an LDS / STS / ATOMS with a `peer`: not an opcode's kind, an instruction's (the YAML key decides)
 _SYNCS_KINDS = {"EXCH": MBARRIER_INIT, "ARRIVE": MBARRIER_ARRIVE, "PHASECHK": MBARRIER_WAIT}
 _WARPGROUP_KINDS = {"ARRIVE": MMA_FENCE, "DEPBAR": WAIT_MMA}
 SYNCS_FORMS = "SYNCS.EXCH (mbarrier init), SYNCS.ARRIVE (arrive; expect-tx with 'bytes') or SYNCS.PHASECHK (wait)"
@@ -199,7 +205,8 @@ WARPGROUP_FORMS = "WARPGROUP.ARRIVE (wgmma.fence) or WARPGROUP.DEPBAR (wgmma.wai
 def async_kind(info: OpInfo) -> str | None:
     """What an asynchronous opcode does ("" for any other opcode; None for a SYNCS or WARPGROUP form that is
     not modelled): a cp.async copy, commit or wait; a bulk (TMA) copy; an mbarrier init, arrive or wait; a
-    warpgroup MMA (an HGMMA with the .GSB0 modifier also commits its group), its fence or its wait."""
+    warpgroup MMA (an HGMMA with the .GSB0 modifier also commits its group), its fence or its wait; a cluster
+    barrier's arrive or wait."""
     base, modifiers = info.base, info.opcode.split(".")[1:]
     if base == "LDGSTS":
         return COPY
@@ -211,6 +218,10 @@ def async_kind(info: OpInfo) -> str | None:
         return BULK
     if base in ASYNC_MMA:
         return MMA
+    if base == "UCGABAR_ARV":
+        return CLUSTER_ARRIVE
+    if base == "UCGABAR_WAIT":
+        return CLUSTER_WAIT
     if base == "SYNCS":
         return _SYNCS_KINDS.get(modifiers[0] if modifiers else "")
     if base == "WARPGROUP":

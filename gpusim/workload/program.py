@@ -10,28 +10,35 @@ import attrs
 from ..errors import shorten
 from .expr import Expr, ExprError, compile_expr
 from .inst import AsyncOperands
-from .opcodes import (BULK, COMMIT, COPY, MBARRIER_ARRIVE, MBARRIER_INIT, MBARRIER_WAIT, MMA, MMA_FENCE, SYNCS_FORMS,
-                      WAIT_COPIES, WAIT_MMA, WARPGROUP_FORMS, OpInfo, async_kind, lookup)
+from .opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, DSMEM, DSMEM_OPS, MBARRIER_ARRIVE, MBARRIER_INIT,
+                      MBARRIER_WAIT, MMA, MMA_FENCE, SYNCS_FORMS, WAIT_COPIES, WAIT_MMA, WARPGROUP_FORMS, OpInfo,
+                      async_kind, lookup)
 from .yamlio import LineDict, WorkloadError
 
 PC_STEP = 16  # bytes per SASS instruction
 _REG = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\{[^{}]+\}[A-Za-z0-9_]*)*\Z")
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
-# Operands of asynchronous instructions (gpusim.engine.asynchrony): kind -> (keys it needs, keys it may have)
+# Operands of asynchronous and cluster instructions (gpusim.engine.asynchrony, gpusim.engine.clusters): kind -> (keys
+# it needs, keys it may have)
 ASYNC_OPERANDS = {
     COPY: ((), ()), COMMIT: ((), ()), MMA: ((), ()), MMA_FENCE: ((), ()),
     WAIT_COPIES: ((), ("pending",)), WAIT_MMA: ((), ("pending",)),
-    BULK: (("barrier", "bytes"), ("rows", "pitch")),
+    BULK: (("barrier", "bytes"), ("rows", "pitch", "multicast")),
     MBARRIER_INIT: (("barrier", "arrivals"), ()),
-    MBARRIER_ARRIVE: (("barrier",), ("bytes",)),
+    MBARRIER_ARRIVE: (("barrier",), ("bytes", "peer")),
     MBARRIER_WAIT: (("barrier",), ()),
+    CLUSTER_ARRIVE: ((), ()), CLUSTER_WAIT: ((), ()),
+    DSMEM: (("peer",), ()),
 }
-ASYNC_KEYS = {"pending", "barrier", "bytes", "rows", "pitch", "arrivals"}
+ASYNC_KEYS = {"pending", "barrier", "bytes", "rows", "pitch", "arrivals", "peer", "multicast"}
 _KEY_USE = {"pending": "DEPBAR and WARPGROUP.DEPBAR", "barrier": "SYNCS, UTMALDG and UBLKCP",
             "bytes": "UTMALDG, UBLKCP and SYNCS.ARRIVE", "rows": "UTMALDG and UBLKCP", "pitch": "UTMALDG and UBLKCP",
-            "arrivals": "SYNCS.EXCH"}
-_KEY_MEANING = {"barrier": "the mbarrier's name", "bytes": "the bytes it copies", "arrivals": "arrivals per phase"}
+            "arrivals": "SYNCS.EXCH", "peer": "LDS, STS, ATOMS and SYNCS.ARRIVE",
+            "multicast": "UTMALDG and UBLKCP"}
+_KEY_MEANING = {"barrier": "the mbarrier's name", "bytes": "the bytes it copies", "arrivals": "arrivals per phase",
+                "peer": "the rank of the block of the cluster it reaches"}
+_OPERAND_EXPRS = ("pending", "bytes", "rows", "pitch", "arrivals", "peer", "multicast")
 
 INSTR_KEYS = {"op", "dst", "src", "addr", "pred", "repeat", "comment"} | ASYNC_KEYS
 LOOP_KEYS = {"loop", "var", "body", "comment"}
@@ -44,7 +51,7 @@ class AsyncSpec:
     """An asynchronous instruction's operands as written: expressions (None where absent) and the mbarrier's name
     (it may hold {expression} placeholders, resolved like register names). `fixed`: the one AsyncOperands every
     instance shares when nothing depends on the warp, the trip or the repeat."""
-    kind: str  # gpusim.workload.opcodes.async_kind
+    kind: str  # gpusim.workload.opcodes.async_kind, or DSMEM (an LDS / STS / ATOMS with a peer)
     pending: Expr | None
     barrier: str
     nbytes: Expr | None
@@ -53,9 +60,16 @@ class AsyncSpec:
     arrivals: Expr | None
     fixed: AsyncOperands | None
     where: str  # file:line, for messages about its values
+    peer: Expr | None = None
+    multicast: Expr | None = None
+
+    def by_key(self) -> dict:
+        """The operand expressions by their YAML keys (None where absent)."""
+        return {"pending": self.pending, "bytes": self.nbytes, "rows": self.rows, "pitch": self.pitch,
+                "arrivals": self.arrivals, "peer": self.peer, "multicast": self.multicast}
 
     def exprs(self) -> list[Expr]:
-        return [e for e in (self.pending, self.nbytes, self.rows, self.pitch, self.arrivals) if e is not None]
+        return [e for e in self.by_key().values() if e is not None]
 
 
 @attrs.frozen
@@ -284,6 +298,8 @@ class ProgramCompiler:
         (which take none of those keys)."""
         where = self.where(item.line)
         given = sorted(ASYNC_KEYS & item.keys())
+        if kind == "" and info.base in DSMEM_OPS and "peer" in item:
+            kind = DSMEM  # distributed shared memory: the shared memory of another block of the cluster
         if kind is None:
             forms = SYNCS_FORMS if info.base == "SYNCS" else WARPGROUP_FORMS
             raise WorkloadError(f"{where}: {info.opcode}: expected {forms}")
@@ -309,14 +325,13 @@ class ProgramCompiler:
                                     f"digits, _ and {{expression}} placeholders)")
             for text in register_placeholders(barrier):
                 self.templates[text] = self.expr(text, item.line, f"barrier '{barrier}'")
-        exprs = {key: self.expr(item[key], item.line, key) if key in item else None
-                 for key in ("pending", "bytes", "rows", "pitch", "arrivals")}
+        exprs = {key: self.expr(item[key], item.line, key) if key in item else None for key in _OPERAND_EXPRS}
         fixed = None
         if "{" not in barrier and all(e is None or e.constant is not None for e in exprs.values()):
             fixed = operand_values(exprs, barrier, lambda e: e.constant, where)
         return AsyncSpec(kind=kind, pending=exprs["pending"], barrier=barrier, nbytes=exprs["bytes"],
                          rows=exprs["rows"], pitch=exprs["pitch"], arrivals=exprs["arrivals"], fixed=fixed,
-                         where=where)
+                         where=where, peer=exprs["peer"], multicast=exprs["multicast"])
 
     def loop(self, item: LineDict) -> Loop:
         self.check_keys(item, LOOP_KEYS, "a loop")
@@ -359,7 +374,8 @@ class ProgramCompiler:
         return Exit(cond=cond, line=item.line, pc=self.next_pc())
 
 
-_MINIMUM = {"pending": 0, "bytes": 1, "rows": 1, "pitch": 0, "arrivals": 1}
+_MINIMUM = {"pending": 0, "bytes": 1, "rows": 1, "pitch": 0, "arrivals": 1, "peer": 0, "multicast": 1}
+_MAXIMUM = {"peer": 15, "multicast": (1 << 16) - 1}  # a cluster has at most 16 blocks (a rank each)
 
 
 def operand_values(exprs: dict, barrier: str, value: Callable, where: str) -> AsyncOperands:
@@ -375,13 +391,17 @@ def operand_values(exprs: dict, barrier: str, value: Callable, where: str) -> As
         if isinstance(number, bool) or not isinstance(number, int) or number < _MINIMUM[key]:
             raise WorkloadError(f"{e.where}: {shorten(e.text)}: expected a whole number >= {_MINIMUM[key]}, the "
                                 f"same for every lane, got {shorten(number)}")
+        if number > _MAXIMUM.get(key, number):
+            raise WorkloadError(f"{e.where}: {shorten(e.text)}: expected at most {_MAXIMUM[key]} (a cluster has at "
+                                f"most 16 blocks), got {shorten(number)}")
         got[key] = number
     rows = got.get("rows", 1)
     nbytes = got.get("bytes", 0)
     if nbytes % rows:
         raise WorkloadError(f"{where}: bytes {nbytes} is not a whole number of {rows} rows")
     return AsyncOperands(pending=got.get("pending", 0), barrier=barrier, nbytes=nbytes, rows=rows,
-                         pitch=got.get("pitch", nbytes // rows), arrivals=got.get("arrivals", 0))
+                         pitch=got.get("pitch", nbytes // rows), arrivals=got.get("arrivals", 0),
+                         peer=got.get("peer", -1), multicast=got.get("multicast", 0))
 
 
 def walk_instrs(body, fn: Callable[[Instr], None]):

@@ -283,8 +283,7 @@ class _WarpWalker:
                 raise WorkloadError(f"{e.where}: {shorten(e.text)}: must be the same for every lane")
             return value.item() if isinstance(value, np.generic) else value
 
-        exprs = {"pending": spec.pending, "bytes": spec.nbytes, "rows": spec.rows, "pitch": spec.pitch,
-                 "arrivals": spec.arrivals}
+        exprs = spec.by_key()
         barrier = resolve_registers((spec.barrier,), node.templates, env)[0] if "{" in spec.barrier else spec.barrier
         return operand_values(exprs, barrier, uniform, spec.where)
 
