@@ -518,7 +518,7 @@ class MemoryHierarchy:
         out_free, in_free = self.net_out[send], self.net_in[receive]
         start = out_free if out_free > in_free else in_free
         if now > start:
-            start = now
+            start = float(now)  # (a float: the compiled engine keeps one representation per variable)
         finish = start + sectors * self.sector / rate
         self.net_out[send] = self.net_in[receive] = finish
         crossed = int(finish)
