@@ -64,9 +64,13 @@ class Dispatcher:
                 if self.next_block >= self.nblocks:
                     break
                 if sm.resident_blocks < self.blocks_per_sm:
-                    delay = int((self.next_block * STAGGER_STEP) % 1.0 * self.stagger) if self.stagger else 0
-                    self.place(sm, now + delay)
+                    self.place(sm, now + self.delay(self.next_block))
                     placed = True
+
+    def delay(self, index: int) -> int:
+        """Cycles the index-th block (or cluster) placed at the launch starts late: frac(index * STEP) of the
+        stagger."""
+        return int((index * STAGGER_STEP) % 1.0 * self.stagger) if self.stagger else 0
 
     def place(self, sm, now: int) -> None:
         sm.reserve_block(self.next_block, now + self.launch_cycles)
@@ -96,7 +100,7 @@ class Dispatcher:
             if self.waiting_since is not None:
                 self.cluster_wait_cycles += now - self.waiting_since
                 self.waiting_since = None
-            delay = int((self.next_cluster * STAGGER_STEP) % 1.0 * self.stagger) if self.stagger else 0
+            delay = self.delay(self.next_cluster)
             for sm, block in zip(sms, blocks):
                 sm.reserve_block(block, now + delay + self.launch_cycles)
                 self.placements[sm.index] += 1
