@@ -17,7 +17,7 @@ from ..errors import shorten
 
 __all__ = [
     "ArchSpec", "Clocks", "Structure", "SMSpec", "FrontendSpec", "SharedMemorySpec", "Pipeline", "TensorPipeline",
-    "TensorRate", "TensorRates",
+    "TensorRate", "TensorRates", "TensorMemorySpec",
     "Pipelines", "L1Spec", "L2Spec", "DramSpec", "SmToSmSpec", "MemorySpec", "describe_fields",
 ]
 
@@ -255,6 +255,32 @@ class TensorRates:
 
 
 @attrs.frozen
+class TensorMemorySpec:
+    """Tensor memory (TMEM, Blackwell sm_100): the per-SM accumulator memory of tcgen05 MMA, allocated by columns,
+    read and written per warp through its sub-partition's chunk of lanes (gpusim.engine.asynchrony)."""
+
+    lanes: int = _field("rows of tensor memory (one 32-lane chunk per sub-partition)", "lanes", _pow2(1024))
+    columns: int = _field("32-bit columns of tensor memory per SM", "columns", _pow2(64 * KIB))
+    allocation_columns: int = _field("smallest allocation (tcgen05.alloc takes a power of two of at least this)",
+                                     "columns", _pow2(64 * KIB))
+    chunk_bytes_per_clock: int = _field("bytes one sub-partition's chunk moves per clock between tensor memory and "
+                                        "registers (LDTM / STTM)", "B/clk", _count(64 * KIB))
+    access_latency: int = _field("cycles from an LDTM's last transfer to its registers being ready (an STTM's data "
+                                 "written)", "cycles", _count(MAX_CYCLES))
+    mma_latency: int = _field("cycles from the end of a tcgen05 MMA's last step to its completion being seen "
+                              "(UTCBAR's mbarrier arrival)", "cycles", _count(MAX_CYCLES))
+    mma_tile_m: int = _field("rows of one tcgen05 MMA step: a smaller M takes as long", "rows", _pow2(1024))
+    mma_tile_n: int = _field("columns of one tcgen05 MMA step: a smaller N takes as long", "columns", _pow2(1024))
+    copy_bytes_per_clock: int = _field("bytes of shared memory an SM's tensor core reads per clock (UTCCP copies "
+                                       "shared memory to tensor memory at this rate)", "B/clk", _count(64 * KIB))
+
+    def __attrs_post_init__(self):
+        if self.allocation_columns > self.columns:
+            raise ValueError(f"allocation_columns: expected at most columns ({self.columns}), "
+                             f"got {self.allocation_columns}")
+
+
+@attrs.frozen
 class TensorPipeline:
     dense_fp16_flops_per_clock: int = _field("dense FP16 FLOP (FMA = 2) per clock per sub-partition", "FLOP/clk",
                                              _count(64 * KIB))
@@ -267,6 +293,10 @@ class TensorPipeline:
     rates: TensorRates | None = _field(
         "tensor-core peaks by precision, per SM (fp16, bf16, tf32, fp8, fp6, fp4, int8, int4; dense and sparse); "
         "absent: only the FP16 peak above is known", validator=_Optional(v.instance_of(TensorRates), "a mapping of precisions, or absent"), default=None)
+    tensor_memory: TensorMemorySpec | None = _field(
+        "tensor memory and tcgen05 MMA (compute capability 10.x); absent: the part has none",
+        validator=_Optional(v.instance_of(TensorMemorySpec), "a mapping of tensor-memory figures, or absent"),
+        default=None)
 
     @property
     def warp_mma_rate(self) -> int:

@@ -12,6 +12,8 @@ and type modifiers; `is_sparse` says whether it is the 2:4 structured-sparse for
 
 from __future__ import annotations
 
+import re
+
 from ..errors import GpusimError
 from .spec import ArchSpec
 
@@ -114,3 +116,33 @@ def mma_precision(opcode: str) -> str | None:
 def is_sparse(opcode: str) -> bool:
     """Whether an MMA opcode is the 2:4 structured-sparse form (HMMA.SP.16832..., the .SP modifier)."""
     return "SP" in opcode.upper().split(".")[1:]
+
+
+_SHAPE = re.compile(r"^(\d+)X(\d+)X(\d+)$")
+
+
+def umma_cycles(spec: ArchSpec, opcode: str) -> float:
+    """Core clocks a tcgen05 MMA ("UTCHMMA.128X256X16.F32", M x N x K of the CTA; with .2CTA of the CTA pair, each
+    SM running half the rows) keeps one SM's tensor core busy: its shape padded to the tensor core's step
+    (tensor_memory.mma_tile_m x mma_tile_n: a smaller M or N takes as long) at the part's dense peak for its input
+    precision, per core clock (x tensor_mhz / core_mhz, as for every tensor rate here). A one-line error where the
+    part has no tensor memory or no rate for the precision."""
+    memory = spec.pipelines.tensor.tensor_memory
+    parts = opcode.upper().split(".")
+    if memory is None:
+        raise GpusimError(f"{opcode}: {spec.name} has no tensor memory (pipelines.tensor.tensor_memory): tcgen05 MMA "
+                          f"needs it")
+    shape = next((m for m in map(_SHAPE.match, parts[1:]) if m), None)
+    if shape is None:
+        raise GpusimError(f"{opcode}: a tcgen05 MMA needs its shape as a modifier, MxNxK (e.g. UTCHMMA.128X256X16)")
+    rows, cols, depth = (int(g) for g in shape.groups())
+    if "2CTA" in parts[1:]:
+        rows //= 2
+    precision = mma_precision(opcode)
+    if precision is None:
+        raise GpusimError(f"{opcode}: gpusim has no tensor rate for its type (single-bit MMA)")
+    rate = require_tensor_rate(spec, precision, is_sparse(opcode))
+    rows = -(-rows // memory.mma_tile_m) * memory.mma_tile_m
+    cols = -(-cols // memory.mma_tile_n) * memory.mma_tile_n
+    clocks = spec.clocks
+    return 2 * rows * cols * depth / (rate * min(1.0, clocks.tensor_mhz / clocks.core_mhz))

@@ -34,6 +34,10 @@ SYNCS.ARRIVE with `peer` arrives on that block's mbarrier, one SM-to-SM latency 
 wait may then be waiting for another block of its cluster: the check that refuses a block that can never go on
 looks at the whole cluster. UCGABAR_ARV / UCGABAR_WAIT (the cluster barrier) are carried out there.
 
+* tcgen05 (Blackwell): tensor-memory allocation, MMA into tensor memory, its commit to an mbarrier (`UTCBAR`, one
+  arrival when the warp's earlier tcgen05 MMAs and copies have completed), copies and loads / stores: their model
+  is gpusim.engine.tensor_memory; this module hands them over and keeps each warp's latest tcgen05 completion.
+
 A YAML workload that uses one of these on an architecture without it is refused (opcodes.refusal) at its first
 issue; traces (no operands on their instructions) keep their recorded instruction stream and only the warning.
 """
@@ -44,8 +48,9 @@ from typing import Any
 
 from ..errors import GpusimError
 from ..workload.opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, MBARRIER_ARRIVE, MBARRIER_INIT,
-                                MBARRIER_WAIT, MMA, WAIT_COPIES, WAIT_MMA, WARPS_PER_WARPGROUP)
-from . import clusters
+                                MBARRIER_WAIT, MMA, TMEM_ALLOC, TMEM_COPY, TMEM_FREE, TMEM_LOAD, TMEM_STORE,
+                                TMEM_STORE_WAIT, UMMA, UMMA_COMMIT, WAIT_COPIES, WAIT_MMA, WARPS_PER_WARPGROUP)
+from . import clusters, tensor_memory
 
 LONG, WAIT = "long_scoreboard", "wait"
 PARKED = -1  # `issue`'s answer for a warp that waits on an mbarrier phase not yet complete
@@ -53,9 +58,11 @@ PARKED = -1  # `issue`'s answer for a warp that waits on an mbarrier phase not y
 
 class AsyncState:
     """One warp's asynchronous work: completion cycles of its uncommitted copies and of each committed group
-    (cp.async and wgmma apart), and how many times it has waited on each mbarrier."""
+    (cp.async and wgmma apart), how many times it has waited on each mbarrier, and when its tcgen05 MMAs and
+    copies and its tensor-memory stores complete."""
 
-    __slots__ = ("copy_open", "copy_groups", "mma_open", "mma_groups", "waits", "parked_on")
+    __slots__ = ("copy_open", "copy_groups", "mma_open", "mma_groups", "waits", "parked_on", "tcgen05_done",
+                 "tmem_stored")
 
     def __init__(self) -> None:
         self.copy_open = -1  # latest completion among copies not yet committed (-1: none)
@@ -64,6 +71,8 @@ class AsyncState:
         self.mma_groups: list[int] = []
         self.waits: dict[str, int] = {}  # mbarrier name -> waits so far (the next wait's phase)
         self.parked_on: MBarrier | None = None
+        self.tcgen05_done = -1  # the latest completion among its tcgen05 MMAs and copies (-1: none)
+        self.tmem_stored = 0  # the cycle its STTMs so far have written tensor memory
 
 
 class MBarrier:
@@ -217,6 +226,55 @@ def issue(sp: Any, warp: Any, inst: Any, timing: Any, now: int, done: int) -> in
         return clusters.arrive(sp, warp, now)
     if kind == CLUSTER_WAIT:
         return clusters.wait(sp, warp, now)
+    if kind:
+        return _tcgen05(sp, warp, inst, kind, now)
+    return 0
+
+
+def _tcgen05(sp: Any, warp: Any, inst: Any, kind: str, now: int) -> int:
+    """Blackwell's tcgen05 instructions (gpusim.engine.tensor_memory), as `issue`."""
+    if kind == UMMA or kind == TMEM_COPY:
+        done = tensor_memory.mma(sp, warp, inst, now) if kind == UMMA else tensor_memory.copy(sp, warp, inst, now)
+        state = _state(warp)
+        if done > state.tcgen05_done:
+            state.tcgen05_done = done
+        if sp.observer is not None:
+            sp.observer.accessed(sp.sm, sp, warp, inst, now, done)
+        return 0
+    if kind == UMMA_COMMIT:  # one arrival (the warp's, not per lane), when its tcgen05 work so far is done
+        done = _state(warp).tcgen05_done
+        at = done if done > now else now
+        for block, _sm in _destinations(sp, warp, inst):
+            barrier, barriers = _barrier(warp, inst.operands.barrier, inst.info.opcode, block)
+            barrier.arrived += 1
+            barrier.event(at, barriers, now)
+        return 0
+    if kind == TMEM_LOAD or kind == TMEM_STORE:
+        ready, start = tensor_memory.transfer(sp, warp, inst, now)
+        if kind == TMEM_LOAD:
+            entry = (ready, tensor_memory.SHORT)  # tcgen05.wait::ld: the registers' scoreboard
+            for name in inst.dst:
+                warp.regs[name] = entry
+        else:
+            state = _state(warp)
+            if ready > state.tmem_stored:
+                state.tmem_stored = ready
+            if ready > warp.store_done:
+                warp.store_done = ready
+        if sp.observer is not None:
+            sp.observer.accessed(sp.sm, sp, warp, inst, start, ready)
+        if start > now:  # the chunk takes it only then
+            sp.hold_reason = tensor_memory.THROTTLE
+            return start
+        return 0
+    if kind == TMEM_STORE_WAIT:
+        sp.hold_reason = tensor_memory.SHORT
+        stored = _state(warp).tmem_stored
+        return stored if stored > now else 0
+    if kind == TMEM_ALLOC:
+        return tensor_memory.allocate(sp, warp, inst)
+    if kind == TMEM_FREE:
+        return tensor_memory.free(sp, warp, inst, now)
     return 0  # the wgmma fence: its issue slot only
 
 
@@ -297,7 +355,8 @@ def cancel_park(warp: Any) -> None:
     state = warp.async_state
     barrier = state.parked_on if state is not None else None
     if barrier is None:
-        clusters.cancel_park(warp)
+        if not tensor_memory.cancel_wait(warp):
+            clusters.cancel_park(warp)
         return
     for waiters in barrier.waiters.values():
         if warp in waiters:
@@ -310,6 +369,8 @@ def check_stuck(warp: Any) -> None:
     """Refuse a block that can never go on: every live warp waits on an mbarrier or at a BAR.SYNC, and some
     mbarrier phase it waits for lacks arrivals or bytes that only those warps could supply."""
     block = warp.block
+    if not block.live:
+        tensor_memory.check_released(block, warp.sp.sm)
     state = warp.sp.sm.cluster_state
     if state is not None and state.check_stuck(warp):
         return  # a block of a cluster: the cluster's blocks were looked at together

@@ -44,6 +44,7 @@ class SM:
         self.running_blocks = 0  # whose warps have started and not all exited
         self.max_running_blocks = 0
         self.cluster_state: Any = None  # the run's gpusim.engine.clusters.ClusterState, shared by every SM
+        self.tensor_memory: Any = None  # its tensor memory and tcgen05 MMA queue (gpusim.engine.tensor_memory), once used
         self.clusters_checked = False  # whether the launch was looked at for clusters
         self.clock_due: int = INF  # the cycle the GPU's clock next steps this SM (what its last step returned)
 

@@ -11,8 +11,8 @@ from ..arch import ArchSpec
 from ..arch.tensor import is_sparse, mma_precision, precision_scale
 from ..analytic.register_banks import RegisterBanks
 from ..workload.opcodes import (ASYNC_MMA, BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, LDST_GLOBAL, LDST_LOCAL,
-                                LDST_SHARED, MISC, PIPELINE_CLASSES, SFU, TENSOR, WARPGROUP_MMA, OpInfo, async_kind,
-                                commits_group, refusal)
+                                LDST_SHARED, MISC, PIPELINE_CLASSES, SFU, TCGEN05_MMA, TENSOR, WARPGROUP_MMA, OpInfo,
+                                async_kind, commits_group, refusal, tmem_columns)
 
 # Scoreboards (what a dependent instruction waits on) and the stall reason each produces.
 WAIT, SHORT, LONG, NONE = "wait", "short_scoreboard", "long_scoreboard", "none"
@@ -107,6 +107,14 @@ class TimingTable:
             return timing
         if cls == MISC:
             return make(INT32, self._interval(p.int32.lanes), p.int32.latency, WAIT, MATH_THROTTLE)
+        if info.base in TCGEN05_MMA:  # one thread's instruction for the CTA: its issue slot here; gpusim.engine.
+            timing = make(None, 1, p.tensor.latency, NONE, MATH_THROTTLE)  # tensor_memory runs it on the SM's tensor core
+            timing.tensor_flops = info.mma_flops or HMMA_16816_FLOPS
+            return timing
+        if info.base in ("LDTM", "STTM") and p.tensor.tensor_memory is not None:  # the warp's tensor-memory chunk,
+            memory = p.tensor.tensor_memory  # not the MIO (gpusim.engine.tensor_memory queues them)
+            transfer = math.ceil(tmem_columns(info.opcode) * 128 / memory.chunk_bytes_per_clock)
+            return make(None, 1, transfer + memory.access_latency, SHORT, MATH_THROTTLE)
         if cls == TENSOR:
             flops = info.mma_flops or HMMA_16816_FLOPS
             # the instruction's input precision sets its rate (FP8 twice FP16 on an H100, TF32 half); a precision

@@ -25,21 +25,22 @@ class AsyncOperands:
     transaction bytes SYNCS.ARRIVE expects), `rows` and `pitch` (a bulk copy's rows and the bytes between their
     starts), `arrivals` (SYNCS.EXCH: arrivals per phase), `peer` (the rank in the cluster of the block whose shared
     memory or mbarrier an LDS / STS / ATOMS / SYNCS.ARRIVE reaches; -1: the warp's own block) and `multicast` (a
-    bulk copy's destination blocks, a bit per rank; 0: its own block only). One shared object serves every
-    instruction whose values are the same."""
+    bulk copy's destination blocks, a bit per rank; 0: its own block only; UTCBAR: the blocks of the CTA pair whose
+    mbarrier it arrives on) and `columns` (UTCATOMSWS: the tensor-memory columns it allocates or frees). One shared
+    object serves every instruction whose values are the same."""
 
-    __slots__ = ("pending", "barrier", "bytes", "rows", "pitch", "arrivals", "peer", "multicast")
+    __slots__ = ("pending", "barrier", "bytes", "rows", "pitch", "arrivals", "peer", "multicast", "columns")
 
     def __init__(self, pending: int = 0, barrier: str = "", nbytes: int = 0, rows: int = 1, pitch: int = 0,
-                 arrivals: int = 0, peer: int = -1, multicast: int = 0):
+                 arrivals: int = 0, peer: int = -1, multicast: int = 0, columns: int = 0):
         self.pending, self.barrier, self.bytes = pending, barrier, nbytes
         self.rows, self.pitch, self.arrivals = rows, pitch, arrivals
-        self.peer, self.multicast = peer, multicast
+        self.peer, self.multicast, self.columns = peer, multicast, columns
 
     def __repr__(self) -> str:
         return (f"AsyncOperands(pending={self.pending}, barrier={self.barrier!r}, bytes={self.bytes}, "
                 f"rows={self.rows}, pitch={self.pitch}, arrivals={self.arrivals}, peer={self.peer}, "
-                f"multicast={self.multicast})")
+                f"multicast={self.multicast}, columns={self.columns})")
 
 
 class WarpInst:

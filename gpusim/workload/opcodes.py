@@ -83,8 +83,13 @@ WARPGROUP_MMA = frozenset({"HGMMA", "IGMMA", "QGMMA", "BGMMA", "UTCHMMA", "UTCQM
 ASYNC_COPY = frozenset({"LDGSTS", "LDGDEPBAR", "DEPBAR"})  # cp.async (sm_80+); DEPBAR.LE SB0, N is its wait
 BULK_COPY = frozenset({"UTMALDG", "UBLKCP"})  # cp.async.bulk(.tensor) global -> shared, completing on an mbarrier
 ASYNC_MMA = frozenset({"HGMMA", "IGMMA", "QGMMA", "BGMMA"})  # wgmma.mma_async (sm_90a)
+# tcgen05 (sm_100 / sm_103 / sm_110, not sm_120): MMA into tensor memory issued by one thread for the CTA, its commit to
+# an mbarrier (UTCBAR), shared memory -> tensor memory copies (UTCCP), tensor-memory allocation (UTCATOMSWS:
+# .FIND_AND_SET allocates, .AND frees) and loads / stores between tensor memory and registers (LDTM / STTM)
+TCGEN05_MMA = frozenset({"UTCHMMA", "UTCQMMA", "UTCIMMA", "UTCOMMA", "UTCBMMA"})
+TCGEN05 = TCGEN05_MMA | {"UTCBAR", "UTCCP", "UTCATOMSWS", "LDTM", "STTM"}
 CLUSTER_BARRIER = frozenset({"UCGABAR_ARV", "UCGABAR_WAIT"})  # barrier.cluster.arrive / .wait (sm_90+)
-ASYNC_OPS = ASYNC_COPY | BULK_COPY | ASYNC_MMA | CLUSTER_BARRIER | {"SYNCS", "WARPGROUP"}
+ASYNC_OPS = ASYNC_COPY | BULK_COPY | ASYNC_MMA | CLUSTER_BARRIER | TCGEN05 | {"SYNCS", "WARPGROUP"}
 # Shared-memory opcodes that may name a `peer` block of the cluster: distributed shared memory (ld/st/atom on the
 # shared::cluster window of a mapa-mapped address), carried over the SM-to-SM network (gpusim.engine.clusters)
 DSMEM_OPS = frozenset({"LDS", "STS", "ATOMS"})
@@ -147,7 +152,18 @@ _WARPGROUP_SHAPE = re.compile(r"^(\d+)X(\d+)X(\d+)$")  # HGMMA.64X128X16: one wa
 WARPS_PER_WARPGROUP = 4
 
 
-def _mma_flops(modifiers: list[str]) -> int:
+def mma_shape(opcode: str) -> tuple[int, int, int] | None:
+    """(M, N, K) of a warpgroup or tcgen05 MMA opcode's MxNxK modifier ("UTCHMMA.128X256X16" -> (128, 256, 16)); None
+    when it names none."""
+    for mod in opcode.upper().split(".")[1:]:
+        m = _WARPGROUP_SHAPE.match(mod)
+        if m:
+            mm, nn, kk = (int(g) for g in m.groups())
+            return mm, nn, kk
+    return None
+
+
+def _mma_flops(base: str, modifiers: list[str]) -> int:
     for mod in modifiers:
         m = _MMA_SHAPE.match(mod)
         if m:
@@ -156,8 +172,32 @@ def _mma_flops(modifiers: list[str]) -> int:
         m = _WARPGROUP_SHAPE.match(mod)
         if m:
             mm, nn, kk = (int(g) for g in m.groups())
-            return 2 * mm * nn * kk // WARPS_PER_WARPGROUP
+            # a tcgen05 MMA is one instruction of one thread for the whole CTA (with .2CTA: the CTA pair)
+            return 2 * mm * nn * kk // (1 if base in TCGEN05_MMA else WARPS_PER_WARPGROUP)
     return 0
+
+
+# LDTM / STTM (tcgen05.ld / .st): 128-byte columns (32 lanes x 32 bit) each layout moves per .xN, as measured on a B200
+# (github.com/cicuvc/nvidia-sass-document, notes/sm100/instr/ldtm.md: .32x32b.xN in N / 2 cycles, .16x64b in N,
+# .16x128b in 2N, .16x256b in 8N at two columns a cycle; .PACK16BIT doubles them)
+_TMEM_LAYOUT_COLUMNS = {"32DP32BIT": 1, "16DP32BIT_T0_T15": 1, "16DP32BIT_T16_T31": 1, "16DP64BIT": 2,
+                        "16DP128BIT": 4, "16DP256BIT": 16}
+_TMEM_REPEAT = re.compile(r"^X(\d+)$")
+
+
+def tmem_columns(opcode: str) -> int:
+    """Tensor-memory columns' worth of transfers (128 bytes each) one LDTM / STTM makes: "LDTM.x16" -> 16,
+    "LDTM.16dp128bit.x4" -> 16 (default layout .32x32b, default .x1)."""
+    layout, repeat, pack = 1, 1, 1
+    for mod in opcode.upper().split(".")[1:]:
+        m = _TMEM_REPEAT.match(mod)
+        if m:
+            repeat = int(m.group(1))
+        elif mod in _TMEM_LAYOUT_COLUMNS:
+            layout = _TMEM_LAYOUT_COLUMNS[mod]
+        elif mod in ("PACK16BIT", "UNPACK16BIT", "EXPAND16BIT"):
+            pack = 2
+    return layout * repeat * pack
 
 
 def lookup(opcode: str, family: str | None = None) -> OpInfo | None:
@@ -183,7 +223,7 @@ def lookup(opcode: str, family: str | None = None) -> OpInfo | None:
             width = 16
     else:
         space = None
-    mma = _mma_flops(modifiers) if pipeline == TENSOR else 0
+    mma = _mma_flops(base, modifiers) if pipeline == TENSOR else 0
     return OpInfo(opcode=opcode.upper(), base=base, pipeline=pipeline, space=space, width=width,
                   is_store=base in _STORES or base == "RED", is_atomic=base in _ATOMICS, mma_flops=mma)
 
@@ -195,11 +235,17 @@ BULK = "bulk"  # UTMALDG, UBLKCP
 MBARRIER_INIT, MBARRIER_ARRIVE, MBARRIER_WAIT = "mbarrier_init", "mbarrier_arrive", "mbarrier_wait"  # SYNCS.*
 MMA, MMA_FENCE, WAIT_MMA = "mma", "mma_fence", "wait_mma"  # HGMMA..., WARPGROUP.ARRIVE, WARPGROUP.DEPBAR
 CLUSTER_ARRIVE, CLUSTER_WAIT = "cluster_arrive", "cluster_wait"  # UCGABAR_ARV, UCGABAR_WAIT
+TMEM_ALLOC, TMEM_FREE = "tmem_alloc", "tmem_free"  # UTCATOMSWS.FIND_AND_SET, UTCATOMSWS.AND (tcgen05.alloc / dealloc)
+UMMA, UMMA_COMMIT, TMEM_COPY = "umma", "umma_commit", "tmem_copy"  # UTC*MMA, UTCBAR (tcgen05.commit), UTCCP
+TMEM_LOAD, TMEM_STORE, TMEM_STORE_WAIT = "tmem_load", "tmem_store", "tmem_store_wait"  # LDTM, STTM, FENCE.VIEW.ASYNC.T
 DSMEM = "dsmem"  # an LDS / STS / ATOMS with a `peer`: not an opcode's kind, an instruction's (the YAML key decides)
 _SYNCS_KINDS = {"EXCH": MBARRIER_INIT, "ARRIVE": MBARRIER_ARRIVE, "PHASECHK": MBARRIER_WAIT}
 _WARPGROUP_KINDS = {"ARRIVE": MMA_FENCE, "DEPBAR": WAIT_MMA}
 SYNCS_FORMS = "SYNCS.EXCH (mbarrier init), SYNCS.ARRIVE (arrive; expect-tx with 'bytes') or SYNCS.PHASECHK (wait)"
 WARPGROUP_FORMS = "WARPGROUP.ARRIVE (wgmma.fence) or WARPGROUP.DEPBAR (wgmma.wait_group)"
+_ALLOC_KINDS = {"FIND_AND_SET": TMEM_ALLOC, "AND": TMEM_FREE}
+UTCATOMSWS_FORMS = "UTCATOMSWS.FIND_AND_SET (tcgen05.alloc) or UTCATOMSWS.AND (tcgen05.dealloc)"
+_TCGEN05_KINDS = {"UTCBAR": UMMA_COMMIT, "UTCCP": TMEM_COPY, "LDTM": TMEM_LOAD, "STTM": TMEM_STORE}
 
 
 def async_kind(info: OpInfo) -> str | None:
@@ -226,7 +272,13 @@ def async_kind(info: OpInfo) -> str | None:
         return _SYNCS_KINDS.get(modifiers[0] if modifiers else "")
     if base == "WARPGROUP":
         return _WARPGROUP_KINDS.get(modifiers[0] if modifiers else "")
-    return ""
+    if base in TCGEN05_MMA:
+        return UMMA
+    if base == "UTCATOMSWS":  # the allocator's atomic; .2CTA (cta_group::2) may come before the sub-operation
+        return next((_ALLOC_KINDS[m] for m in modifiers if m in _ALLOC_KINDS), None)
+    if base == "FENCE" and modifiers[:3] == ["VIEW", "ASYNC", "T"]:
+        return TMEM_STORE_WAIT  # tcgen05.wait::st (tcgen05.wait::ld is the LDTM's register scoreboard)
+    return _TCGEN05_KINDS.get(base, "")
 
 
 def commits_group(info: OpInfo) -> bool:
@@ -250,6 +302,7 @@ _SHAPE_SINCE = {("HMMA", "1688"): 75, ("HMMA", "16816"): 80, ("HMMA", "1684"): 8
                 ("IMMA", "8832"): 75, ("IMMA", "16816"): 80, ("IMMA", "16832"): 80, ("IMMA", "16864"): 80}
 _TYPE_SINCE = {"BF16": 80, "TF32": 80}  # HMMA input types
 _UNTIL = {name: 100 for name in ("HGMMA", "IGMMA", "QGMMA", "BGMMA", "WARPGROUP")}  # wgmma is sm_90a only
+_UNTIL.update({name: 120 for name in TCGEN05})  # tcgen05: sm_100 to sm_110; consumer Blackwell (sm_120) has none
 
 
 def compute_capability_number(text: str) -> int:
@@ -260,6 +313,12 @@ def compute_capability_number(text: str) -> int:
 
 def _cc_text(number: int) -> str:
     return f"{number // 10}.{number % 10}"
+
+
+def _only_text(first: int, end: int) -> str:
+    """"9.x only" (one major version), "10.0 to 11.x only" (more)."""
+    last = (end - 1) // 10
+    return f"{first // 10}.x only" if last == first // 10 else f"{_cc_text(first)} to {last}.x only"
 
 
 def supported_range(info: OpInfo) -> tuple[int, int | None]:
@@ -287,7 +346,7 @@ def unsupported_warning(infos, arch_name: str, compute_capability: str) -> str |
     for opcode, info in sorted(missing.items()):
         first, end = supported_range(info)
         if end is not None and cc >= end:
-            parts.append(f"{opcode} exists on compute capability {first // 10}.x only")
+            parts.append(f"{opcode} exists on compute capability {_only_text(first, end)}")
         else:
             parts.append(f"{opcode} needs compute capability {_cc_text(first)}")
     pipes = sorted({info.pipeline for info in missing.values()})
@@ -309,7 +368,7 @@ def refusal(infos, arch_name: str, compute_capability: str) -> str | None:
                 missing[info.opcode] = (first, end)
     if not missing:
         return None
-    parts = [f"{opcode} exists on compute capability {first // 10}.x only" if end is not None
+    parts = [f"{opcode} exists on compute capability {_only_text(first, end)}" if end is not None
              else f"{opcode} needs compute capability {_cc_text(first)}" for opcode, (first, end) in sorted(missing.items())]
     return f"{'; '.join(parts)}; {arch_name} is {compute_capability}: a workload that uses asynchronous copies, " \
-           f"mbarriers or warpgroup MMA cannot run there"
+           f"mbarriers, warpgroup MMA or tcgen05 (tensor memory) cannot run there"

@@ -11,7 +11,8 @@ from ..errors import shorten
 from .expr import Expr, ExprError, compile_expr
 from .inst import AsyncOperands
 from .opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, DSMEM, DSMEM_OPS, MBARRIER_ARRIVE, MBARRIER_INIT,
-                      MBARRIER_WAIT, MMA, MMA_FENCE, SYNCS_FORMS, WAIT_COPIES, WAIT_MMA, WARPGROUP_FORMS, OpInfo,
+                      MBARRIER_WAIT, MMA, MMA_FENCE, SYNCS_FORMS, TMEM_ALLOC, TMEM_COPY, TMEM_FREE, TMEM_LOAD, TMEM_STORE,
+                      TMEM_STORE_WAIT, UMMA, UMMA_COMMIT, UTCATOMSWS_FORMS, WAIT_COPIES, WAIT_MMA, WARPGROUP_FORMS, OpInfo,
                       async_kind, lookup)
 from .yamlio import LineDict, WorkloadError
 
@@ -30,15 +31,19 @@ ASYNC_OPERANDS = {
     MBARRIER_WAIT: (("barrier",), ()),
     CLUSTER_ARRIVE: ((), ()), CLUSTER_WAIT: ((), ()),
     DSMEM: (("peer",), ()),
+    TMEM_ALLOC: (("columns",), ()), TMEM_FREE: (("columns",), ()),
+    UMMA: ((), ()), UMMA_COMMIT: (("barrier",), ("multicast",)), TMEM_COPY: (("bytes",), ()),
+    TMEM_LOAD: ((), ()), TMEM_STORE: ((), ()), TMEM_STORE_WAIT: ((), ()),
 }
-ASYNC_KEYS = {"pending", "barrier", "bytes", "rows", "pitch", "arrivals", "peer", "multicast"}
-_KEY_USE = {"pending": "DEPBAR and WARPGROUP.DEPBAR", "barrier": "SYNCS, UTMALDG and UBLKCP",
-            "bytes": "UTMALDG, UBLKCP and SYNCS.ARRIVE", "rows": "UTMALDG and UBLKCP", "pitch": "UTMALDG and UBLKCP",
-            "arrivals": "SYNCS.EXCH", "peer": "LDS, STS, ATOMS and SYNCS.ARRIVE",
-            "multicast": "UTMALDG and UBLKCP"}
+ASYNC_KEYS = {"pending", "barrier", "bytes", "rows", "pitch", "arrivals", "peer", "multicast", "columns"}
+_KEY_USE = {"pending": "DEPBAR and WARPGROUP.DEPBAR", "barrier": "SYNCS, UTMALDG, UBLKCP and UTCBAR",
+            "bytes": "UTMALDG, UBLKCP, SYNCS.ARRIVE and UTCCP", "rows": "UTMALDG and UBLKCP",
+            "pitch": "UTMALDG and UBLKCP", "arrivals": "SYNCS.EXCH", "peer": "LDS, STS, ATOMS and SYNCS.ARRIVE",
+            "multicast": "UTMALDG, UBLKCP and UTCBAR", "columns": "UTCATOMSWS (tensor-memory allocation)"}
 _KEY_MEANING = {"barrier": "the mbarrier's name", "bytes": "the bytes it copies", "arrivals": "arrivals per phase",
-                "peer": "the rank of the block of the cluster it reaches"}
-_OPERAND_EXPRS = ("pending", "bytes", "rows", "pitch", "arrivals", "peer", "multicast")
+                "peer": "the rank of the block of the cluster it reaches",
+                "columns": "the tensor-memory columns it allocates or frees"}
+_OPERAND_EXPRS = ("pending", "bytes", "rows", "pitch", "arrivals", "peer", "multicast", "columns")
 
 INSTR_KEYS = {"op", "dst", "src", "addr", "pred", "repeat", "comment"} | ASYNC_KEYS
 LOOP_KEYS = {"loop", "var", "body", "comment"}
@@ -62,11 +67,12 @@ class AsyncSpec:
     where: str  # file:line, for messages about its values
     peer: Expr | None = None
     multicast: Expr | None = None
+    columns: Expr | None = None
 
     def by_key(self) -> dict:
         """The operand expressions by their YAML keys (None where absent)."""
         return {"pending": self.pending, "bytes": self.nbytes, "rows": self.rows, "pitch": self.pitch,
-                "arrivals": self.arrivals, "peer": self.peer, "multicast": self.multicast}
+                "arrivals": self.arrivals, "peer": self.peer, "multicast": self.multicast, "columns": self.columns}
 
     def exprs(self) -> list[Expr]:
         return [e for e in self.by_key().values() if e is not None]
@@ -301,7 +307,7 @@ class ProgramCompiler:
         if kind == "" and info.base in DSMEM_OPS and "peer" in item:
             kind = DSMEM  # distributed shared memory: the shared memory of another block of the cluster
         if kind is None:
-            forms = SYNCS_FORMS if info.base == "SYNCS" else WARPGROUP_FORMS
+            forms = {"SYNCS": SYNCS_FORMS, "UTCATOMSWS": UTCATOMSWS_FORMS}.get(info.base, WARPGROUP_FORMS)
             raise WorkloadError(f"{where}: {info.opcode}: expected {forms}")
         if not kind:
             if given:
@@ -331,7 +337,7 @@ class ProgramCompiler:
             fixed = operand_values(exprs, barrier, lambda e: e.constant, where)
         return AsyncSpec(kind=kind, pending=exprs["pending"], barrier=barrier, nbytes=exprs["bytes"],
                          rows=exprs["rows"], pitch=exprs["pitch"], arrivals=exprs["arrivals"], fixed=fixed,
-                         where=where, peer=exprs["peer"], multicast=exprs["multicast"])
+                         where=where, peer=exprs["peer"], multicast=exprs["multicast"], columns=exprs["columns"])
 
     def loop(self, item: LineDict) -> Loop:
         self.check_keys(item, LOOP_KEYS, "a loop")
@@ -374,7 +380,7 @@ class ProgramCompiler:
         return Exit(cond=cond, line=item.line, pc=self.next_pc())
 
 
-_MINIMUM = {"pending": 0, "bytes": 1, "rows": 1, "pitch": 0, "arrivals": 1, "peer": 0, "multicast": 1}
+_MINIMUM = {"pending": 0, "bytes": 1, "rows": 1, "pitch": 0, "arrivals": 1, "peer": 0, "multicast": 1, "columns": 1}
 _MAXIMUM = {"peer": 15, "multicast": (1 << 16) - 1}  # a cluster has at most 16 blocks (a rank each)
 
 
@@ -401,7 +407,7 @@ def operand_values(exprs: dict, barrier: str, value: Callable, where: str) -> As
         raise WorkloadError(f"{where}: bytes {nbytes} is not a whole number of {rows} rows")
     return AsyncOperands(pending=got.get("pending", 0), barrier=barrier, nbytes=nbytes, rows=rows,
                          pitch=got.get("pitch", nbytes // rows), arrivals=got.get("arrivals", 0),
-                         peer=got.get("peer", -1), multicast=got.get("multicast", 0))
+                         peer=got.get("peer", -1), multicast=got.get("multicast", 0), columns=got.get("columns", 0))
 
 
 def walk_instrs(body, fn: Callable[[Instr], None]):
