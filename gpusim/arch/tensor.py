@@ -7,7 +7,9 @@ dense_fp16_flops_per_clock): a what-if that changes it scales every precision wi
 no tensor path for is None (FP8 on an A100, FP4 on an H100); `require_tensor_rate` makes that a one-line error.
 
 `mma_precision("HMMA.16816.F32.BF16") == "bf16"`: the input precision of a SASS MMA opcode, from its base name
-and type modifiers; `is_sparse` says whether it is the 2:4 structured-sparse form (`.SP`).
+and type modifiers; `is_sparse` says whether it is the 2:4 structured-sparse form (`.SP`). `umma_cycles(spec,
+"UTCHMMA.128X256X16.F32")`: the core clocks a tcgen05 MMA keeps an SM's tensor core busy (its shape padded to the
+tensor core's step, at its precision's dense rate).
 """
 
 from __future__ import annotations
