@@ -40,3 +40,24 @@ def test_a_sampled_run_recomputes_them_from_its_projected_counts():
     cycles = m["gpu_sim_cycle"]
     expected = 100 * m["smsp__inst_executed.sum"] / cycles / (m["launch__sm_count"] * 4)
     assert m["sm__inst_executed.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(expected)
+
+
+def test_an_fp8_mma_loop_is_held_to_the_pipe_not_to_the_fp16_peak(tmp_path):
+    """FP8 MMAs run at twice the FP16 rate on Hopper: their FLOP/s may pass the dense FP16 peak, but the tensor pipe's
+    percent of peak counts their pipe time (FP16-equivalent FLOP), so it stays within 100% and the run breaks no
+    physical limit."""
+    from gpusim.arch import load_arch
+    from gpusim.stats.invariants import violations
+
+    text = (ROOT / "workloads/microbench/hmma_peak.yaml").read_text()
+    fp8 = tmp_path / "qmma_peak.yaml"
+    fp8.write_text(text.replace("kernel: hmma_peak", "kernel: qmma_peak").replace(
+        "HMMA.16816.F32", "QMMA.16832.F32.E4M3.E4M3"))
+    fp16 = run(ROOT / "workloads/microbench/hmma_peak.yaml", "h100", sms=2).metrics
+    result = run(fp8, "h100", sms=2)
+    m = result.metrics
+    pipe = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"
+    assert m["gpusim__tensor_flop.sum"] == 2 * m["gpusim__tensor_pipe_fp16_equivalent_flop.sum"]
+    assert m["gpusim__tensor_flop.per_second"] > 1.5 * fp16["gpusim__tensor_flop.per_second"]
+    assert m[pipe] == pytest.approx(fp16[pipe], rel=0.05) and m[pipe] <= 100.01
+    assert violations(m, load_arch("h100")) == []

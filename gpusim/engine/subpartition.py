@@ -175,7 +175,9 @@ class SubPartition:
         counters.thread_inst += lanes
         if timing.fp32_flops:
             counters.fp32_flops += timing.fp32_flops * lanes
-        counters.tensor_flops += timing.tensor_flops
+        if timing.tensor_flops:
+            counters.tensor_flops += timing.tensor_flops
+            counters.tensor_pipe_flops += timing.tensor_pipe_flops
         counters.pipeline_insts[timing.pipeline_index] += 1
         self.policy.issued(warp, now)
         if observer is not None:

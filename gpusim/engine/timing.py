@@ -27,7 +27,7 @@ class OpTiming:
     as native struct slots on every issue."""
 
     __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "throttle", "is_memory", "is_branch",
-                 "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops", "async_kind",
+                 "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops", "tensor_pipe_flops", "async_kind",
                  "commits", "chains", "refused")
 
     def __init__(self, pipe: str | None, interval: int, latency: int, board: str, throttle: str, is_memory: bool,
@@ -46,6 +46,9 @@ class OpTiming:
         self.drains = drains  # a store or atomic: an exiting warp waits for it to complete
         self.fp32_flops = 0  # FP32 FLOP per active thread (FFMA 2, FADD / FMUL 1)
         self.tensor_flops = 0  # tensor FLOP per warp-instruction
+        # the same work in FP16 FLOP at the FP16 rate (FP8 on an H100: half its FLOP; TF32: twice): the share of
+        # the tensor pipe's capacity it takes, whatever its precision (sm__pipe_tensor_cycles_active's measure)
+        self.tensor_pipe_flops = 0
         self.async_kind = ""  # gpusim.workload.opcodes.async_kind: what gpusim.engine.asynchrony does with it
         self.commits = False  # a warpgroup MMA that closes its wgmma group (.GSB0)
         self.chains = False  # a warpgroup MMA: the tensor core orders the writes to its accumulators itself
@@ -87,6 +90,13 @@ class TimingTable:
         peak = tensor.dense_fp16_flops_per_clock * min(1.0, clocks.tensor_mhz / clocks.core_mhz)
         return peak if warpgroup else min(float(tensor.warp_mma_rate), peak)
 
+    def fp16_equivalent(self, opcode: str, flops: int) -> int:
+        """`flops` of an MMA as the FP16 FLOP that take the tensor pipe as long (its precision's rate over the
+        FP16 rate: an FP8 MMA on an H100 counts half, a TF32 one twice)."""
+        precision = mma_precision(opcode)
+        scale = precision_scale(self.spec, precision, is_sparse(opcode)) if precision else None
+        return round(flops / scale) if scale else flops
+
     def _interval(self, lanes: float) -> int:
         return max(1, math.ceil(self.spec.sm.warp_size / lanes))
 
@@ -110,6 +120,7 @@ class TimingTable:
         if info.base in TCGEN05_MMA:  # one thread's instruction for the CTA: its issue slot here; gpusim.engine.
             timing = make(None, 1, p.tensor.latency, NONE, MATH_THROTTLE)  # tensor_memory runs it on the SM's tensor core
             timing.tensor_flops = info.mma_flops or HMMA_16816_FLOPS
+            timing.tensor_pipe_flops = self.fp16_equivalent(info.opcode, timing.tensor_flops)
             return timing
         if info.base in ("LDTM", "STTM") and p.tensor.tensor_memory is not None:  # the warp's tensor-memory chunk,
             memory = p.tensor.tensor_memory  # not the MIO (gpusim.engine.tensor_memory queues them)
@@ -128,6 +139,7 @@ class TimingTable:
             latency = interval + p.tensor.latency if info.base in ASYNC_MMA else p.tensor.latency
             timing = make(TENSOR, interval, latency, WAIT, MATH_THROTTLE)
             timing.tensor_flops = flops
+            timing.tensor_pipe_flops = self.fp16_equivalent(info.opcode, flops)
             return timing
         if cls in (LDST_GLOBAL, LDST_LOCAL):
             return make("lsu_global", self._interval(p.ldst.lanes), mem.l1.hit_latency, LONG, LG_THROTTLE,

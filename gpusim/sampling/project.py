@@ -23,6 +23,7 @@ RATIO_OVER = {
     "smsp__average_warp_latency_per_inst_issued.ratio": "smsp__inst_executed.sum",
     "gpusim__fp32_flop.per_second": "gpu__time_duration.sum",
     "gpusim__tensor_flop.per_second": "gpu__time_duration.sum",
+    "gpusim__tensor_pipe_fp16_equivalent_flop.per_second": "gpu__time_duration.sum",
     "dram__bytes.sum.per_second": "gpu__time_duration.sum",
     "l1tex__data_pipe_lsu_wavefronts.avg.per_cycle_elapsed": "gpu_sim_cycle",
     "l1tex__t_sector_hit_rate.pct": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",

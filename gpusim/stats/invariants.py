@@ -24,13 +24,16 @@ def throughputs(metrics: dict, spec) -> list[tuple[str, str, float, float, str]]
     sub = spec.sm.sub_partitions
     fp32_peak = sms * sub * spec.pipelines.fp32.lanes * 2 * spec.clocks.core_mhz * 1e6
     tensor_peak = sms * sub * spec.pipelines.tensor.dense_fp16_flops_per_clock * spec.clocks.tensor_mhz * 1e6
-    rows = [  # issue: one warp-instruction per sub-partition per clock; FP32 and tensor work at their pipes' peaks
+    # issue: one warp-instruction per sub-partition per clock; FP32 and tensor work at their pipes' peaks (the
+    # tensor work as FP16 FLOP of the same pipe time, so FP8 at twice FP16's rate is held to its own peak)
+    tensor = m.get("gpusim__tensor_pipe_fp16_equivalent_flop.per_second", m.get("gpusim__tensor_flop.per_second", 0.0))
+    rows = [
         ("instructions issued", "sm__inst_executed.avg.pct_of_peak_sustained_elapsed",
          m["smsp__inst_executed.sum"] / cycles, sms * sub, "warp-inst/clk"),
         ("FP32 throughput", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
          m.get("gpusim__fp32_flop.per_second", 0.0), fp32_peak, "FLOP/s"),
         ("tensor throughput", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
-         m.get("gpusim__tensor_flop.per_second", 0.0), tensor_peak, "FLOP/s"),
+         tensor, tensor_peak, "FP16-equivalent FLOP/s"),
     ]
     if "l1tex__data_pipe_lsu_wavefronts.sum" not in m:
         return rows  # a fixed-latency memory model: no hierarchy
