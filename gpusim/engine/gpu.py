@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import heapq
 import itertools
 import time
 from typing import Any, Generator
@@ -142,27 +143,22 @@ class GPU:
         at the number of distinct busy cycles rather than one event per SM wake-up. `poll(cycle)`, if given, is
         called every POLL_STEPS SM steps, once every SM is done with the cycle (a safe point); when it returns
         True the process ends there."""
-        # Per SM: the cycle it is due (INF: idle) and when it was scheduled (ties go to the earlier). A scan over
-        # a few dozen ints beats a heap of tuples here.
+        # A calendar: the SMs due at each cycle in the order they were scheduled (a list per cycle), and a heap of
+        # the cycles that have any. Each step costs a list append and, per distinct cycle, a heap operation, so
+        # the clock's work does not grow with the SM count (a scan for the earliest SM would, per step).
         sms = self.sms
-        count = len(sms)
         now = int(env.now)
-        due_at = [INF] * count
-        scheduled_as = [0] * count
-        scheduled = 0
-        for index in range(count):
+        due: dict[int, list[int]] = {}
+        cycles: list[int] = []
+        for index in range(len(sms)):
             if sms[index].arrivals:
-                scheduled += 1
-                due_at[index], scheduled_as[index] = now, scheduled
+                if now not in due:
+                    due[now] = []
+                    heapq.heappush(cycles, now)
+                due[now].append(index)
         countdown = POLL_STEPS
-        while True:
-            first, t, order = -1, INF, 0
-            for index in range(count):
-                at = due_at[index]
-                if at < t or at == t and at != INF and scheduled_as[index] < order:
-                    first, t, order = index, at, scheduled_as[index]
-            if first < 0:
-                return
+        while cycles:
+            t = heapq.heappop(cycles)
             if t > now:
                 if countdown <= 0 and poll is not None:
                     countdown = POLL_STEPS
@@ -170,12 +166,23 @@ class GPU:
                         return
                 yield env.timeout(t - now)
                 now = t
-            nxt = sms[first].step(t)
-            countdown -= 1
-            due_at[first] = nxt
-            if nxt != INF:
-                scheduled += 1
-                scheduled_as[first] = scheduled
+            batch = due[t]
+            position = 0
+            while position < len(batch):  # an SM due again this cycle joins the end of the batch
+                index = batch[position]
+                position += 1
+                nxt = sms[index].step(t)
+                countdown -= 1
+                if nxt == INF:
+                    continue
+                if nxt <= t:
+                    batch.append(index)
+                elif nxt in due:
+                    due[nxt].append(index)
+                else:
+                    due[nxt] = [index]
+                    heapq.heappush(cycles, nxt)
+            del due[t]
 
     def progress(self) -> tuple[int, int]:
         """(blocks retired, warp-instructions issued) so far."""
