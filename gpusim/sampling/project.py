@@ -7,6 +7,13 @@ is reached, so two points give it at the full size by extrapolation; two factors
 along trips at each wave count, then along waves). A rate or ratio is never extrapolated: it is recomputed
 from the projected counts it is made of (IPC from instructions and cycles, a hit rate from hits and
 sectors), so every projected rate is one the projected counts imply.
+
+DRAM writes are the exception to plain linearity: the L2 is write-back, so what a run has written reaches DRAM
+only when it is evicted, and a short run ends with most of its writes still dirty in the L2 (a GEMM's C tiles:
+15-40 MB of them in the reduced runs of gemm_tile128 at 4096x4096x1024) where the full run, writing more than the
+L2 holds, has evicted most of them. What is linear is the bytes *bound for* DRAM (written back plus dirty at the
+end); the projection extrapolates those, then takes off what the full run leaves dirty at its end, which is what
+its last blocks leave: the largest reduced run's dirty bytes (it ends with the same tail wave).
 """
 
 from __future__ import annotations
@@ -37,9 +44,14 @@ ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
 RATIO_OVER_SP_ACTIVE = ("smsp__warps_eligible.avg.per_cycle_active", "smsp__warps_active.avg.per_cycle_active")
 SP_ACTIVE = "gpusim__sp_active_cycles"  # a helper quantity of the projection, not in the record
 # Averages whose weights the record does not hold: the largest point's value (its steady state) is kept.
-STEADY_STATE_VALUE = ("gpusim__load_latency_l1_hit", "gpusim__load_latency_l2_hit", "gpusim__load_latency_dram")
+STEADY_STATE_VALUE = ("gpusim__load_latency_l1_hit", "gpusim__load_latency_l2_hit", "gpusim__load_latency_dram",
+                      "gpusim__l2_dirty_bytes_at_end")
 # Bounded above by a maximum, not a sum: the largest point's value.
 MAXIMUM = ("gpusim__max_resident_blocks_per_sm", "sm__maximum_warps_per_active_cycle_pct")
+# DRAM bytes (counts, or a rate over the duration) that an L2 still dirty at the end has not yet written: they are
+# projected as the bytes bound for DRAM (these plus the dirty bytes) and given back the full run's dirty remainder
+DIRTY_AT_END = "gpusim__l2_dirty_bytes_at_end"  # (a steady-state value: the largest point's)
+BOUND_FOR_DRAM = ("dram__bytes_write.sum", "dram__bytes.sum", "dram__bytes.sum.per_second")
 
 
 def extrapolate(x0: float, y0: float, x1: float, y1: float, x: float) -> float:
@@ -68,6 +80,10 @@ def additive(metrics: dict) -> dict:
     for key in RATIO_OVER_SP_ACTIVE:
         if key in metrics:
             out[key] = metrics[key] * sp_active
+    dirty = metrics.get(DIRTY_AT_END, 0)
+    for key in BOUND_FOR_DRAM:
+        if dirty and key in out:
+            out[key] += dirty
     return out
 
 
@@ -88,6 +104,13 @@ def ratios(sums: dict) -> dict:
             out[key] = value
     if SP_ACTIVE in sums:
         out[ISSUE_ACTIVE] = 100.0 * sums.get("smsp__inst_executed.sum", 0) / sp_active if sp_active else 0.0
+    dirty = sums.get(DIRTY_AT_END, 0)
+    if dirty:
+        duration = sums.get("gpu__time_duration.sum", 0)
+        for key in BOUND_FOR_DRAM:
+            if key in out:
+                written = max(0.0, sums[key] - dirty)
+                out[key] = written / duration if key in RATIO_OVER and duration else written
     return out
 
 
