@@ -35,11 +35,19 @@ class RegisterBanks:
         self.banks = banks
         self.reads_per_bank = reads_per_bank
         self.bank_of: dict[str, int] = {}  # name -> bank, or NOT_BANKED
+        # sources -> extra cycles: once every name of a list is placed its answer never changes, and a workload's
+        # dynamic instructions repeat a few static source lists (each warp-instruction is a new object)
+        self.known: dict[tuple, int] = {}
 
     def conflicts(self, inst) -> int:
         """Extra operand-collector cycles of a warp-instruction's sources, cached on the instruction (shared
         instruction objects are counted once)."""
-        cycles = self.extra_cycles(inst.src)
+        sources = inst.src
+        cycles = self.known.get(sources, -1) if type(sources) is tuple else -1
+        if cycles < 0:
+            cycles = self.extra_cycles(sources)
+            if type(sources) is tuple:
+                self.known[sources] = cycles
         inst.bank_conflicts = cycles
         return cycles
 
