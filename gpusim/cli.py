@@ -517,9 +517,10 @@ def _views(args) -> list:
     from .report.chrome_trace import trace_views
 
     views += trace_views(args)  # --trace
-    from .report.run_plots import views as plot_views
+    if getattr(args, "plot", None) is not None or getattr(args, "plot_sm", None) is not None:
+        from .report.run_plots import views as plot_views  # (matplotlib: imported only when a plot is asked for)
 
-    views += plot_views(args)  # --plot, --plot-sm
+        views += plot_views(args)  # --plot, --plot-sm
     return views
 
 
