@@ -81,20 +81,23 @@ def test_projection_math_recomputes_ratios_from_projected_counts():
 
 def test_dram_writes_are_projected_as_bytes_bound_for_dram_less_the_full_runs_dirty_remainder():
     """A write-back L2 holds a short run's writes dirty at its end: the bytes bound for DRAM (written back plus
-    dirty) are what grows linearly, and the full run still holds the largest run's dirty bytes at its end. Two runs
-    writing 10 and 20 units, of which 8 and 12 are still dirty (2 and 8 written back): at 4x the larger run, 80 are
-    bound for DRAM and 12 stay dirty, so 68 are written, where extrapolating the written-back bytes alone says 44."""
-    def point(cycles, written_back, dirty):
+    dirty) are what grows linearly. Two runs writing 10 and 20 units, of which 8 and 12 are still dirty (2 and 8
+    written back): at 4x the larger run 80 are bound for DRAM (extrapolating the written-back bytes alone says 44).
+    In an L2 of 40 the full run holds the 36 extrapolated dirty bytes: 36 stay dirty, 44 are written. In an L2 of
+    30 it cannot: the end is a full L2 as the largest run left it (12 dirty), 68 written."""
+    def point(cycles, written_back, dirty, capacity):
         seconds = cycles / 1e9
         return {"gpu_sim_cycle": cycles, "gpu__time_duration.sum": seconds, "dram__bytes_read.sum": 0,
                 "dram__bytes_write.sum": written_back, "dram__bytes.sum": written_back,
-                "dram__bytes.sum.per_second": written_back / seconds, "gpusim__l2_dirty_bytes_at_end": dirty}
-    a, b = point(100, 2, 8), point(200, 8, 12)
-    assert as_record(additive(b), b) == b  # one point comes back as it was
-    out = as_record(project_line([(1, additive(a)), (2, additive(b))], 8), b)
-    assert out["gpusim__l2_dirty_bytes_at_end"] == 12
-    assert out["dram__bytes_write.sum"] == out["dram__bytes.sum"] == 68
-    assert out["dram__bytes.sum.per_second"] == pytest.approx(68 / out["gpu__time_duration.sum"])
+                "dram__bytes.sum.per_second": written_back / seconds, "gpusim__l2_dirty_bytes_at_end": dirty,
+                "gpusim__l2_capacity_bytes": capacity}
+    for capacity, dirty in ((40, 36), (30, 12)):
+        a, b = point(100, 2, 8, capacity), point(200, 8, 12, capacity)
+        assert as_record(additive(b), b) == b  # one point comes back as it was
+        out = as_record(project_line([(1, additive(a)), (2, additive(b))], 8), b)
+        assert out["gpusim__l2_dirty_bytes_at_end"] == dirty
+        assert out["dram__bytes_write.sum"] == out["dram__bytes.sum"] == 80 - dirty
+        assert out["dram__bytes.sum.per_second"] == pytest.approx((80 - dirty) / out["gpu__time_duration.sum"])
 
 
 @pytest.mark.parametrize("arch", ["h100", "a100"])

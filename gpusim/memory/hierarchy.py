@@ -565,6 +565,7 @@ class MemoryHierarchy:
             "dram__bytes.sum": dram,
             "dram__bytes.sum.per_second": dram / seconds if seconds else 0.0,
             "gpusim__l2_dirty_bytes_at_end": self.dirty_bytes(),
+            "gpusim__l2_capacity_bytes": sum(cache.capacity_bytes for cache in self.l2),
             "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": self.smem_wavefronts,
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum": conflicts,
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": self.smem_conflicts_ld,
