@@ -62,11 +62,8 @@ class SubPartition:
         if self.fetch(warp):
             inst = warp.inst
             assert inst is not None, "fetch gave the warp an instruction"
-            conflicts = inst.bank_conflicts
-            if conflicts < 0:
-                conflicts = self.register_banks.conflicts(inst)
+            conflicts = self.operand_collector_cycles(inst) if inst.bank_conflicts else 0
             if conflicts:  # its first instruction's sources take the operand collector more than a cycle
-                self.register_bank_conflicts += conflicts
                 self.sleep(warp, now + conflicts, DISPATCH_STALL)
                 return
             warp.reason = NOT_SELECTED
@@ -74,6 +71,15 @@ class SubPartition:
             self.next_at = min(self.next_at, now)
         else:
             self.sm.retire_warp(warp, now)
+
+    def operand_collector_cycles(self, inst: Any) -> int:
+        """The extra cycles the operand collector takes to read `inst`'s sources (register-bank conflicts,
+        worked out once per instruction object), counted on this sub-partition."""
+        conflicts = inst.bank_conflicts
+        if conflicts < 0:
+            conflicts = self.register_banks.conflicts(inst)
+        self.register_bank_conflicts += conflicts
+        return conflicts
 
     def make_ready(self, warp: Warp) -> None:
         """Into the ready list, kept oldest first (or in slot order, for a policy that asks for it)."""
@@ -262,12 +268,9 @@ class SubPartition:
                 ready_at, board = resolved, "branch_resolving"
         if hold > ready_at:
             ready_at, board = hold, self.hold_reason
-        conflicts = following.bank_conflicts  # -1 until counted, once per instruction object
-        if conflicts:
-            if conflicts < 0:
-                conflicts = self.register_banks.conflicts(following)
+        if following.bank_conflicts:  # -1 until counted, once per instruction object
+            conflicts = self.operand_collector_cycles(following)
             if conflicts:
-                self.register_bank_conflicts += conflicts
                 if ready_at <= nxt:
                     board = DISPATCH_STALL
                 ready_at += conflicts

@@ -22,13 +22,19 @@ FP32_FLOPS = {"FFMA": 2, "FADD": 1, "FMUL": 1, "FFMA2": 4, "FADD2": 2, "FMUL2": 
 PIPES = (None, FP32, INT32, FP64, SFU, TENSOR, "lsu_global", "lsu_shared")  # None: the issue slot only
 
 
+def fp16_equivalent(flops: int, scale: float | None) -> int:
+    """An MMA's `flops` as the FP16 FLOP that take the tensor pipe as long, `scale` its rate over the FP16 rate (an
+    FP8 MMA on an H100 counts half, a TF32 one twice; None: it runs at the FP16 rate)."""
+    return round(flops / scale) if scale else flops
+
+
 class OpTiming:
     """How one opcode issues. A plain typed class rather than attrs: the compiled engine reads these fields
     as native struct slots on every issue."""
 
     __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "throttle", "is_memory", "is_branch",
-                 "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops", "tensor_pipe_flops", "async_kind",
-                 "commits", "chains", "refused")
+                 "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops",
+                 "tensor_pipe_flops", "async_kind", "commits", "chains", "refused")
 
     def __init__(self, pipe: str | None, interval: int, latency: int, board: str, throttle: str, is_memory: bool,
                  is_branch: bool, is_barrier: bool, pipeline: str, drains: bool):
@@ -90,12 +96,11 @@ class TimingTable:
         peak = tensor.dense_fp16_flops_per_clock * min(1.0, clocks.tensor_mhz / clocks.core_mhz)
         return peak if warpgroup else min(float(tensor.warp_mma_rate), peak)
 
-    def fp16_equivalent(self, opcode: str, flops: int) -> int:
-        """`flops` of an MMA as the FP16 FLOP that take the tensor pipe as long (its precision's rate over the
-        FP16 rate: an FP8 MMA on an H100 counts half, a TF32 one twice)."""
+    def precision_scale(self, opcode: str) -> float | None:
+        """An MMA's rate over the FP16 rate, from its input precision (FP8 2.0 on an H100, TF32 0.5); None for a
+        precision the part has no path for (it keeps the FP16 rate here: the run warns about such opcodes)."""
         precision = mma_precision(opcode)
-        scale = precision_scale(self.spec, precision, is_sparse(opcode)) if precision else None
-        return round(flops / scale) if scale else flops
+        return precision_scale(self.spec, precision, is_sparse(opcode)) if precision else None
 
     def _interval(self, lanes: float) -> int:
         return max(1, math.ceil(self.spec.sm.warp_size / lanes))
@@ -120,7 +125,7 @@ class TimingTable:
         if info.base in TCGEN05_MMA:  # one thread's instruction for the CTA: its issue slot here; gpusim.engine.
             timing = make(None, 1, p.tensor.latency, NONE, MATH_THROTTLE)  # tensor_memory runs it on the SM's tensor core
             timing.tensor_flops = info.mma_flops or HMMA_16816_FLOPS
-            timing.tensor_pipe_flops = self.fp16_equivalent(info.opcode, timing.tensor_flops)
+            timing.tensor_pipe_flops = fp16_equivalent(timing.tensor_flops, self.precision_scale(info.opcode))
             return timing
         if info.base in ("LDTM", "STTM") and p.tensor.tensor_memory is not None:  # the warp's tensor-memory chunk,
             memory = p.tensor.tensor_memory  # not the MIO (gpusim.engine.tensor_memory queues them)
@@ -128,10 +133,8 @@ class TimingTable:
             return make(None, 1, transfer + memory.access_latency, SHORT, MATH_THROTTLE)
         if cls == TENSOR:
             flops = info.mma_flops or HMMA_16816_FLOPS
-            # the instruction's input precision sets its rate (FP8 twice FP16 on an H100, TF32 half); a precision
-            # the part has no path for keeps the FP16 rate here (the run warns about such opcodes up front)
-            precision = mma_precision(info.opcode)
-            scale = precision_scale(self.spec, precision, is_sparse(info.opcode)) if precision else None
+            # the instruction's input precision sets its rate (FP8 twice FP16 on an H100, TF32 half)
+            scale = self.precision_scale(info.opcode)
             rate = self.tensor_rate(info.base in WARPGROUP_MMA) * (scale or 1.0)
             interval = max(1, math.ceil(flops / rate))
             # a warpgroup MMA's results are ready when its last step leaves the pipe: its interval, then the
@@ -139,7 +142,7 @@ class TimingTable:
             latency = interval + p.tensor.latency if info.base in ASYNC_MMA else p.tensor.latency
             timing = make(TENSOR, interval, latency, WAIT, MATH_THROTTLE)
             timing.tensor_flops = flops
-            timing.tensor_pipe_flops = self.fp16_equivalent(info.opcode, flops)
+            timing.tensor_pipe_flops = fp16_equivalent(flops, scale)
             return timing
         if cls in (LDST_GLOBAL, LDST_LOCAL):
             return make("lsu_global", self._interval(p.ldst.lanes), mem.l1.hit_latency, LONG, LG_THROTTLE,

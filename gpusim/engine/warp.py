@@ -83,12 +83,8 @@ class Warp:
             ready, board = accumulating_operands_ready(self.regs, inst, now)
         else:
             ready, board = operands_ready(self.regs, inst, now)
-        conflicts = inst.bank_conflicts
-        if conflicts < 0:
-            conflicts = self.sp.register_banks.conflicts(inst)
-        if conflicts:
-            self.sp.register_bank_conflicts += conflicts
-            ready += conflicts
+        if inst.bank_conflicts:
+            ready += self.sp.operand_collector_cycles(inst)
         return ready, board
 
     def __repr__(self) -> str:
