@@ -348,6 +348,10 @@ def test_gemm_multistage_on_volta_is_one_line_on_stderr():
     assert "LDGSTS.E.BYPASS.128 needs compute capability 8.0; v100 is 7.0" in lines[0]
 
 
+# one warp and a 64 KiB global buffer x; the program's lines follow
+ONE_WARP = ("kernel: k\nbuffers:\n  x: {bytes: 65536}\nlaunch: {grid: [1], block: [32], registers_per_thread: 32}\n"
+            "program:\n")
+
 LOAD_ERRORS = [
     ('{op: LDGSTS.E.128, dst: v, addr: "x + lane * 16"}', "writes no register: remove 'dst'"),
     ('{op: LDGSTS.E.128, pending: 1, addr: "x + lane * 16"}', "LDGSTS.E.128 takes no 'pending' (it applies to "
@@ -365,8 +369,7 @@ LOAD_ERRORS = [
 @pytest.mark.parametrize("line, message", LOAD_ERRORS, ids=[m[:30] for _, m in LOAD_ERRORS])
 def test_asynchronous_operands_are_checked_when_the_file_loads(tmp_path, line, message):
     """Each asynchronous opcode takes the keys its kind needs, and only those: a mistake is one line with file:line."""
-    text = ("kernel: k\nbuffers:\n  x: {bytes: 65536}\nlaunch: {grid: [1], block: [32], registers_per_thread: 32}\n"
-            f"program:\n  - {line}\n")
+    text = f"{ONE_WARP}  - {line}\n"
     with pytest.raises(gpusim.GpusimError) as info:
         load_workload(_kernel(tmp_path, text))
     assert message in str(info.value) and "k.yaml:6:" in str(info.value)
@@ -383,8 +386,7 @@ WALK_ERRORS = [
 @pytest.mark.parametrize("operands, message", WALK_ERRORS, ids=[m[:30] for _, m in WALK_ERRORS])
 def test_a_bulk_copys_tile_is_checked_as_the_warp_runs(tmp_path, operands, message):
     """A tile is whole rows of 16-byte multiples, inside a global buffer, the same for every lane: else one line."""
-    text = ("kernel: k\nbuffers:\n  x: {bytes: 65536}\nlaunch: {grid: [1], block: [32], registers_per_thread: 32}\n"
-            f"program:\n  - {{op: UBLKCP.S.G, barrier: b, addr: x, pred: \"lane == 0\", {operands}}}\n")
+    text = f"{ONE_WARP}  - {{op: UBLKCP.S.G, barrier: b, addr: x, pred: \"lane == 0\", {operands}}}\n"
     with pytest.raises(gpusim.GpusimError, match=re.escape(message)):
         run(_kernel(tmp_path, text), "h100", sms=1)
 
