@@ -229,3 +229,20 @@ def test_warp_mma_rate_defaults_to_the_dense_peak():
     del data["pipelines"]["tensor"]["warp_mma_flops_per_clock"]
     tensor = parse_arch(data, "custom.yaml").pipelines.tensor
     assert tensor.warp_mma_flops_per_clock is None and tensor.warp_mma_rate == tensor.dense_fp16_flops_per_clock
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("columns", -5, "expected a power of two from 1 to 65,536, got -5"),
+    ("columns", 500, "expected a power of two"),
+    ("mma_tile_m", "wide", "expected an integer"),
+])
+def test_bad_tensor_memory_fields_are_named(key, value, expected):
+    """The B200's tensor memory (tcgen05): a size that is not a power of two or not a number is a one-line error
+    naming the field; a key the section does not have is named as a typo."""
+    data = yaml.safe_load((arch_dir() / "b200.yaml").read_text())
+    data["pipelines"]["tensor"]["tensor_memory"][key] = value
+    message = _error(data)
+    assert f"'pipelines.tensor.tensor_memory.{key}'" in message and expected in message
+    data = yaml.safe_load((arch_dir() / "b200.yaml").read_text())
+    data["pipelines"]["tensor"]["tensor_memory"]["mma_tile_mm"] = 128
+    assert "unknown key 'pipelines.tensor.tensor_memory.mma_tile_mm'" in _error(data)

@@ -16,6 +16,7 @@ from gpusim.arch.tensor import tensor_rate, umma_cycles
 from gpusim.engine.observer import Observer
 from gpusim.errors import GpusimError
 from gpusim.stats.invariants import violations
+from gpusim.workload import load_workload
 
 from .conftest import ROOT, run_cli
 
@@ -140,6 +141,22 @@ def test_tensor_memory_misuse_is_a_one_line_error(tmp_path, program, message):
     with pytest.raises(GpusimError) as err:
         run(_kernel(tmp_path, program, grid=1), "b200", sms=1)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("{op: UTCHMMA.F32, dst: d, src: [a, b]}",
+     "UTCHMMA.F32: a tcgen05 MMA needs its shape as a modifier, MxNxK (e.g. UTCHMMA.128X256X16)"),
+    ("{op: UTCATOMSWS.FIND_AND_SET.ALIGN}", "needs 'columns' (the tensor-memory columns it allocates or frees)"),
+    ("{op: FADD, dst: v, columns: 64}", "FADD takes no 'columns' (it applies to UTCATOMSWS"),
+    ('{op: UTCATOMSWS.FIND_AND_SET.ALIGN, columns: "lots"}', "columns: expression 'lots': unknown name 'lots'"),
+])
+def test_tcgen05_operands_are_checked_when_the_file_loads(tmp_path, line, message):
+    """A tcgen05 MMA without its MxNxK shape, an allocation without `columns`, `columns` on another opcode, a
+    `columns` that is not an expression of known names: one line naming the file and line, before anything runs."""
+    path = _kernel(tmp_path, f"  - {line}\n", grid=1)
+    with pytest.raises(GpusimError) as err:
+        load_workload(path)
+    assert message in str(err.value) and "tmem.yaml:4:" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_the_cli_says_an_over_allocation_in_one_line(tmp_path):

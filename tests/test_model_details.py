@@ -50,7 +50,7 @@ def test_hmma_peak_comment_states_the_warp_mma_rate():
 
 WGMMA = '  - {op: HGMMA.64x128x16.F32, dst: "acc{rep % 2}", src: [a, b], repeat: 8}\n'
 HMMA = '  - {op: HMMA.16816.F32, dst: c, src: [a, b, c], repeat: 4}\n'
-TCGEN05 = "  - {op: UTCHMMA, dst: d, src: [a, b]}\n"
+TCGEN05 = "  - {op: UTCHMMA.128X128X16.F32, dst: d, src: [a, b]}\n"
 
 
 def _opcode_warnings(result):
@@ -88,7 +88,7 @@ def test_tcgen05_needs_blackwell(tmp_path, arch):
     needs the block to hold tensor memory (gpusim.engine.tensor_memory), also a one-line error without it."""
     path = _kernel_file(tmp_path, TCGEN05 + HMMA + TCGEN05, block=128)
     cc = float(gpusim.load_arch(arch).compute_capability)
-    expected = "UTCHMMA exists on compute capability 10.0 to 11.x only" if cc < 10 else "tensor memory"
+    expected = "UTCHMMA.128X128X16.F32 exists on compute capability 10.0 to 11.x only" if cc < 10 else "tensor memory"
     with pytest.raises(GpusimError, match=expected) as error:
         run(path, arch)
     assert "\n" not in str(error.value)

@@ -14,8 +14,6 @@ tensor core's step, at its precision's dense rate).
 
 from __future__ import annotations
 
-import re
-
 from ..errors import GpusimError
 from .spec import ArchSpec
 
@@ -120,7 +118,7 @@ def is_sparse(opcode: str) -> bool:
     return "SP" in opcode.upper().split(".")[1:]
 
 
-_SHAPE = re.compile(r"^(\d+)X(\d+)X(\d+)$")
+TCGEN05_SHAPE_NEEDED = "a tcgen05 MMA needs its shape as a modifier, MxNxK (e.g. UTCHMMA.128X256X16)"
 
 
 def umma_cycles(spec: ArchSpec, opcode: str) -> float:
@@ -129,16 +127,17 @@ def umma_cycles(spec: ArchSpec, opcode: str) -> float:
     (tensor_memory.mma_tile_m x mma_tile_n: a smaller M or N takes as long) at the part's dense peak for its input
     precision, per core clock (x tensor_mhz / core_mhz, as for every tensor rate here). A one-line error where the
     part has no tensor memory or no rate for the precision."""
+    from ..workload.opcodes import mma_shape  # (here: gpusim.workload imports gpusim.arch)
+
     memory = spec.pipelines.tensor.tensor_memory
-    parts = opcode.upper().split(".")
     if memory is None:
         raise GpusimError(f"{opcode}: {spec.name} has no tensor memory (pipelines.tensor.tensor_memory): tcgen05 MMA "
                           f"needs it")
-    shape = next((m for m in map(_SHAPE.match, parts[1:]) if m), None)
+    shape = mma_shape(opcode)
     if shape is None:
-        raise GpusimError(f"{opcode}: a tcgen05 MMA needs its shape as a modifier, MxNxK (e.g. UTCHMMA.128X256X16)")
-    rows, cols, depth = (int(g) for g in shape.groups())
-    if "2CTA" in parts[1:]:
+        raise GpusimError(f"{opcode}: {TCGEN05_SHAPE_NEEDED}")
+    rows, cols, depth = shape
+    if "2CTA" in opcode.upper().split(".")[1:]:
         rows //= 2
     precision = mma_precision(opcode)
     if precision is None:

@@ -7,13 +7,14 @@ from typing import Callable
 
 import attrs
 
+from ..arch.tensor import TCGEN05_SHAPE_NEEDED
 from ..errors import shorten
 from .expr import Expr, ExprError, compile_expr
 from .inst import AsyncOperands
 from .opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, DSMEM, DSMEM_OPS, MBARRIER_ARRIVE, MBARRIER_INIT,
                       MBARRIER_WAIT, MMA, MMA_FENCE, SYNCS_FORMS, TMEM_ALLOC, TMEM_COPY, TMEM_FREE, TMEM_LOAD, TMEM_STORE,
-                      TMEM_STORE_WAIT, UMMA, UMMA_COMMIT, UTCATOMSWS_FORMS, WAIT_COPIES, WAIT_MMA, WARPGROUP_FORMS, OpInfo,
-                      async_kind, lookup)
+                      TCGEN05_MMA, TMEM_STORE_WAIT, UMMA, UMMA_COMMIT, UTCATOMSWS_FORMS, WAIT_COPIES, WAIT_MMA,
+                      WARPGROUP_FORMS, OpInfo, async_kind, lookup, mma_shape)
 from .yamlio import LineDict, WorkloadError
 
 PC_STEP = 16  # bytes per SASS instruction
@@ -303,6 +304,8 @@ class ProgramCompiler:
         """The operands of an asynchronous instruction, checked against what its kind takes; None for others
         (which take none of those keys)."""
         where = self.where(item.line)
+        if info.base in TCGEN05_MMA and mma_shape(info.opcode) is None:
+            raise WorkloadError(f"{where}: {info.opcode}: {TCGEN05_SHAPE_NEEDED}")
         given = sorted(ASYNC_KEYS & item.keys())
         if kind == "" and info.base in DSMEM_OPS and "peer" in item:
             kind = DSMEM  # distributed shared memory: the shared memory of another block of the cluster
