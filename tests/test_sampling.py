@@ -9,6 +9,8 @@ import pytest
 
 from gpusim import GpusimError
 from gpusim.api import run
+from gpusim.arch import load_arch
+from gpusim.stats.invariants import violations
 from gpusim.sampling.plan import AUTO_THRESHOLD, hot_loops, make_plan, with_trips
 from gpusim.sampling.project import additive, as_record, extrapolate, project_line
 from gpusim.workload import kernel_mix, load_workload
@@ -115,6 +117,7 @@ def test_loop_sampling_matches_the_full_run(arch):
         assert s[key] == f[key], key  # exact counts stay exact
     assert sampled.sampling["simulated_warp_instructions"] < f["smsp__inst_executed.sum"]
     assert sampled.sampling["steady_state"]["settled"]
+    assert violations(s, load_arch(arch)) == []  # the projected rates (DRAM bytes included) within the peaks
 
 
 def test_wave_sampling_models_the_tail_and_matches_the_full_run():
@@ -128,6 +131,9 @@ def test_wave_sampling_models_the_tail_and_matches_the_full_run():
     assert rel(s["gpu_sim_cycle"], f["gpu_sim_cycle"]) <= 0.05
     assert s["smsp__inst_executed.sum"] == f["smsp__inst_executed.sum"]
     assert s["launch__grid_size"] == 1000 and s["dram__bytes.sum"] == pytest.approx(f["dram__bytes.sum"], rel=0.03)
+    # bytes conserved: what reaches DRAM as writes plus what stays dirty is what the kernel wrote (its C, n floats)
+    assert s["dram__bytes_write.sum"] + s["gpusim__l2_dirty_bytes_at_end"] == pytest.approx(4 * params["n"], rel=0.01)
+    assert violations(s, load_arch("h100")) == []
 
 
 def test_sampled_runs_are_deterministic():
