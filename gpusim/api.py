@@ -39,7 +39,10 @@ SEED_MAX = 2**32 - 1
 # A run refuses a kernel of more warp-instructions than this unless told otherwise (--max-instructions): at the
 # engine's rate that is hours. The count is the instruction mix's (`gpusim workload show`), taken before simulating.
 MAX_INSTRUCTIONS = 2_000_000_000
-ENGINE_RATE = 150_000  # warp-instructions per second, about what the engine simulates (README, `gpusim bench`)
+# warp-instructions per second the engine simulates on a large kernel, for the time a run would take (what `auto`
+# weighs a full run by, and what the notes say): measured 2026-12-01 on the 2-core development machine, about
+# 37,000 per core for gemm_tile128 with 3 blocks on each of 132 SMs, 63,000-70,000 for `gpusim bench`'s gemm
+ENGINE_RATE = 40_000
 FALLBACK_SECONDS = 300  # `--sample auto` runs an unsettled kernel in full only when that takes about this at most
 PREFLIGHT_STEPS = 200_000  # counting steps the check spends at most (~0.1 s); beyond them it estimates
 
@@ -164,7 +167,7 @@ def _duration(seconds: float) -> str:
 
 
 def size_text(mix) -> str:
-    """'[about ]N warp-instructions, about T to simulate at ~150,000 warp-instructions/s'."""
+    """'[about ]N warp-instructions, about T to simulate at ~40,000 warp-instructions/s'."""
     total = mix.total_warp_insts
     return (f"{'about ' if mix.estimated else ''}{total:,} warp-instructions, about "
             f"{_duration(total / ENGINE_RATE)} to simulate at ~{ENGINE_RATE:,} warp-instructions/s")
