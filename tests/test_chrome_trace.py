@@ -76,11 +76,17 @@ def acceptance(tmp_path_factory):
     return path, p
 
 
-def test_acceptance_command_writes_slices_counters_and_names(acceptance):
+@pytest.fixture(scope="module")
+def acceptance_doc(acceptance):
+    """The acceptance command's file, read and checked against the format once for the tests that read it."""
+    return load(acceptance[0])
+
+
+def test_acceptance_command_writes_slices_counters_and_names(acceptance, acceptance_doc):
     """More than 100 complete events with pid, tid, ts, dur and name; counter events; every track named; the
     process named after its SM; the output says what it wrote."""
     path, p = acceptance
-    doc = load(path)
+    doc = acceptance_doc
     xs = slices(doc)
     assert len(xs) > 100 and all({"pid", "tid", "ts", "dur", "name"} <= set(e) for e in xs)
     assert {e["name"] for e in counters(doc)} == {"active", "eligible", "issued"}
@@ -95,10 +101,10 @@ def test_acceptance_command_writes_slices_counters_and_names(acceptance):
     assert "1 us in this file = 1 SM cycle" in meta["time_unit"]
 
 
-def test_no_two_slices_of_one_track_overlap(acceptance):
+def test_no_two_slices_of_one_track_overlap(acceptance_doc):
     """A scheduler issues one warp a cycle and a warp slot is in one state at a time: on every track the slices
     follow each other without overlap (Perfetto needs that of JSON slices)."""
-    doc = load(acceptance[0])
+    doc = acceptance_doc
     tracks = collections.defaultdict(list)
     for e in slices(doc):
         tracks[e["tid"]].append((e["ts"], e["ts"] + e["dur"]))
@@ -276,10 +282,10 @@ def _trace_processor(path):
                     f"the other tests")
 
 
-def test_perfetto_loads_the_trace(acceptance):
+def test_perfetto_loads_the_trace(acceptance, acceptance_doc):
     """Perfetto's trace processor imports every slice without a JSON error, under the SM's process, with no
     slice nested in another (no overlap), and makes the three counter tracks; 1 cycle is 1 us (1000 ns)."""
-    doc = load(acceptance[0])
+    doc = acceptance_doc
     tp = _trace_processor(acceptance[0])
     try:
         rows = list(tp.query("SELECT p.pid AS pid, p.name AS name, COUNT(s.id) AS n FROM slice s "
