@@ -272,7 +272,7 @@ def test_auto_keeps_an_unsettled_projection_when_a_full_run_would_take_too_long(
     import gpusim.sampling.plan as plan
 
     monkeypatch.setattr(plan, "AUTO_THRESHOLD", 1000)
-    params = dict(M=1024, N=512, K=1024)  # 32 blocks on 4 SMs: waves and trips; not settled (estimate above 5%)
+    params = dict(M=1024, N=512, K=512)  # 32 blocks on 4 SMs: waves and trips; not settled (estimate above 5%)
     kept = None
     monkeypatch.setattr(api, "FALLBACK_SECONDS", 0)
     kept = run(GEMM, "h100", params=params, sms=4, sample="auto")
