@@ -32,6 +32,13 @@ def rel(a, b):
     return abs(a - b) / b
 
 
+@pytest.fixture(scope="module")
+def sampled_small_gemm():
+    """SMALL_GEMM on the whole H100, sampled (its reduced runs side by side where there are cores): one run
+    that the determinism and side-by-side tests each compare with a run of their own."""
+    return run(GEMM, "h100", params=SMALL_GEMM, sample="on")
+
+
 # --- the plan ---------------------------------------------------------------------------------------------------
 def test_the_hot_loop_is_the_longest_constant_top_level_loop():
     kernel = load_workload(GEMM, SMALL_GEMM)
@@ -62,7 +69,8 @@ def test_plans_by_mode_and_shape():
 
 
 def test_a_kernel_without_a_steady_state_runs_in_full_and_says_why():
-    result = run(ROOT / "workloads/microbench/divergence.yaml", "h100", sample="on")  # one partial wave
+    result = run(ROOT / "workloads/microbench/divergence.yaml", "h100", sample="on",
+                 params={"n": 8192})  # 32 blocks: one partial wave
     assert result.sampling["method"] == "full" and "no steady state to sample" in result.sampling["detail"]
 
 
@@ -136,8 +144,8 @@ def test_wave_sampling_models_the_tail_and_matches_the_full_run():
     assert violations(s, load_arch("h100")) == []
 
 
-def test_sampled_runs_are_deterministic():
-    a = run(GEMM, "h100", params=SMALL_GEMM, sample="on")
+def test_sampled_runs_are_deterministic(sampled_small_gemm):
+    a = sampled_small_gemm
     b = run(GEMM, "h100", params=SMALL_GEMM, sample="on")
     assert json.dumps(a.to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)
 
@@ -165,10 +173,10 @@ def test_a_bad_sample_mode_is_one_line():
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
-def test_reduced_runs_side_by_side_give_the_record_run_one_after_another(monkeypatch):
+def test_reduced_runs_side_by_side_give_the_record_run_one_after_another(sampled_small_gemm, monkeypatch):
     from gpusim.sampling import parallel
 
-    side_by_side = run(GEMM, "h100", params=SMALL_GEMM, sample="on")
+    side_by_side = sampled_small_gemm
     monkeypatch.setattr(parallel, "default_jobs", lambda runs: 1)
     in_turn = run(GEMM, "h100", params=SMALL_GEMM, sample="on")
     assert side_by_side.to_dict() == in_turn.to_dict()
