@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import gc
-import heapq
+from heapq import heappop, heappush
 import itertools
 import time
-from typing import Any, Generator
+from typing import Any, Final, Generator
 
 import simpy
 
@@ -22,7 +22,7 @@ from .sm import SM
 from .subpartition import INF
 from .timing import TimingTable
 
-POLL_STEPS = 512  # SM steps between looks at the wall clock, when a progress callback or an interrupt is given
+POLL_STEPS: Final = 512  # SM steps between looks at the wall clock, when a progress callback or an interrupt is given
 PROGRESS_SECONDS = 0.25  # a progress callback hears from the run at most this often (and once at the end)
 
 def sm_layout(spec, sms: int | None = None) -> list[list[list[int]]]:
@@ -154,11 +154,11 @@ class GPU:
             if sms[index].arrivals:
                 if now not in due:
                     due[now] = []
-                    heapq.heappush(cycles, now)
+                    heappush(cycles, now)
                 due[now].append(index)
         countdown = POLL_STEPS
         while cycles:
-            t = heapq.heappop(cycles)
+            t = heappop(cycles)
             if t > now:
                 if countdown <= 0 and poll is not None:
                     countdown = POLL_STEPS
@@ -181,7 +181,7 @@ class GPU:
                     due[nxt].append(index)
                 else:
                     due[nxt] = [index]
-                    heapq.heappush(cycles, nxt)
+                    heappush(cycles, nxt)
             del due[t]
 
     def progress(self) -> tuple[int, int]:

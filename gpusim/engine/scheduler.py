@@ -11,9 +11,11 @@ subclasses, so a user's policy needs no compiler.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 from mypy_extensions import mypyc_attr
+
+from .warp import Warp
 
 
 def age(warp: Any) -> int:
@@ -62,7 +64,12 @@ class LooseRoundRobin(Policy):
             return candidates
         last = self.last
         first = 0  # the first candidate after the slot that issued last
-        while first < count and candidates[first].slot <= last:
+        while first < count:
+            candidate = candidates[first]
+            # the engine's warps: their slot read as a native field (compiled); anything else by attribute
+            slot: int = cast(Warp, candidate).slot if type(candidate) is Warp else candidate.slot
+            if slot > last:
+                break
             first += 1
         if first == 0 or first == count:
             return candidates

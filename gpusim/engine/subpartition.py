@@ -7,26 +7,26 @@ visited in cycles where it cannot change: the SM asks each sub-partition for its
 
 from __future__ import annotations
 
-import bisect
-import heapq
-from typing import TYPE_CHECKING, Any
+from heapq import heappop, heappush
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..stats.counters import SMCounters
 from . import asynchrony, clusters
-from .scheduler import Policy, age as _age, slot as _slot
+from .scheduler import Policy
 from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
+from ..workload.inst import WarpInst
 from .warp import Warp, accumulating_operands_ready, operands_ready
 
 if TYPE_CHECKING:
     from .sm import SM
 
-INF = 1 << 60  # "never": an int that the compiled engine still holds unboxed (62-bit), so cycle times stay ints
-NOT_SELECTED = "not_selected"
+INF: Final = 1 << 60  # "never": an int that the compiled engine still holds unboxed (62-bit), so cycle times stay ints
+NOT_SELECTED: Final = "not_selected"
 # Register-bank conflicts: the warp waits while the operand collector reads its sources. Nsight Compute has no
 # reason of its own for it; a register-bank conflict is one of the things its `dispatch_stall` covers (an NVIDIA
 # forum thread, "Why there is a dispatch stall when issue almost every IADD3 instruction ... on 3080": IADD3s with
 # two sources in one of the two banks show dispatch stalls), and Nsight VSE filed bank conflicts under "Other".
-DISPATCH_STALL = "dispatch_stall"
+DISPATCH_STALL: Final = "dispatch_stall"
 
 
 class SubPartition:
@@ -49,6 +49,7 @@ class SubPartition:
         self.observer: Any = sm.observer
         self.by_slot: bool = bool(policy.ready_by_slot)  # the order the ready list is kept in (the policy's)
         self.register_banks: Any = timing.register_banks  # the run's register-bank placement and conflict counts
+        self.known_conflicts: dict[tuple[str, ...], int] = timing.register_banks.known
         self.register_bank_conflicts = 0  # extra operand-collector cycles of the instructions issued here
         self.hold_reason: str = NONE  # why an asynchronous wait holds its warp (asynchrony.issue sets it)
         self.warpgroups_checked = False  # the launch was checked to suit warpgroup MMA
@@ -72,32 +73,44 @@ class SubPartition:
         else:
             self.sm.retire_warp(warp, now)
 
-    def operand_collector_cycles(self, inst: Any) -> int:
+    def operand_collector_cycles(self, inst: WarpInst) -> int:
         """The extra cycles the operand collector takes to read `inst`'s sources (register-bank conflicts,
         worked out once per instruction object), counted on this sub-partition."""
         conflicts = inst.bank_conflicts
         if conflicts < 0:
-            conflicts = self.register_banks.conflicts(inst)
+            conflicts = self.known_conflicts.get(inst.src, -1)  # a source list seen before (RegisterBanks.known)
+            if conflicts < 0:
+                conflicts = self.register_banks.conflicts(inst)
+            else:
+                inst.bank_conflicts = conflicts
         self.register_bank_conflicts += conflicts
         return conflicts
 
     def make_ready(self, warp: Warp) -> None:
-        """Into the ready list, kept oldest first (or in slot order, for a policy that asks for it)."""
+        """Into the ready list, kept oldest first (or in slot order, for a policy that asks for it): after the warps
+        whose key is not larger, as bisect.insort_right would put it (a short list, scanned from its end)."""
+        ready = self.ready
+        at = len(ready)
         if self.by_slot:
-            bisect.insort(self.ready, warp, key=_slot)
+            key = warp.slot
+            while at and ready[at - 1].slot > key:
+                at -= 1
         else:
-            bisect.insort(self.ready, warp, key=_age)
+            key = warp.age
+            while at and ready[at - 1].age > key:
+                at -= 1
+        ready.insert(at, warp)
 
     def sleep(self, warp: Warp, until: int, reason: str, retire: bool = False) -> None:
         warp.reason = reason
         self.pushed += 1
-        heapq.heappush(self.heap, (until, self.pushed, warp, retire))
+        heappush(self.heap, (until, self.pushed, warp, retire))
         if until < self.next_at:
             self.next_at = until
 
     def fetch(self, warp: Warp) -> bool:
         """Peek the warp's next instruction; False when its stream has ended."""
-        inst = next(warp.stream, None)
+        inst: WarpInst | None = next(warp.stream, None)
         if inst is None:
             warp.inst = None
             return False
@@ -115,7 +128,7 @@ class SubPartition:
         pipe_free = self.pipe_free
         observer = self.observer
         while heap and heap[0][0] <= now:
-            t, _, warp, retire = heapq.heappop(heap)
+            t, _, warp, retire = heappop(heap)
             stall[warp.reason] += t - warp.since
             if observer is not None and t > warp.since:
                 observer.state(self, warp, warp.reason, warp.since, t)
@@ -128,8 +141,9 @@ class SubPartition:
             self.make_ready(warp)
         chosen: Warp | None = None
         if ready:
-            candidates = ready if len(ready) == 1 else self.policy.order(ready, now)
-            for warp in candidates:
+            candidates: Any = ready if len(ready) == 1 else self.policy.order(ready, now)
+            for candidate in candidates:
+                warp = cast(Warp, candidate)  # compiled: a checked cast, so the loop below runs on typed fields
                 if pipe_free[warp.timing.pipe_index] > now:
                     throttle = warp.timing.throttle
                     if warp.reason != throttle:
@@ -196,6 +210,8 @@ class SubPartition:
             # pipe accepts another while fewer than queue_depth wait (full: mio_throttle / lg_throttle)
             drain = self.pipe_drain[pipe]
             start = drain if drain > now else now
+            ready_at: int
+            busy: int
             operands = inst.operands
             if operands is not None and operands.peer >= 0:  # distributed shared memory: another block's
                 ready_at, busy = clusters.remote_access(self, warp, inst, start)
@@ -229,7 +245,7 @@ class SubPartition:
         # fetch the next instruction and put the warp where it belongs: ready, asleep, at a barrier, gone
         nxt = now + 1
         warp.since = nxt
-        following = next(warp.stream, None)
+        following: WarpInst | None = next(warp.stream, None)
         if following is None:  # the warp exits once its stores are done and its loads have arrived
             warp.inst = None
             self.ready.remove(warp)
@@ -278,7 +294,7 @@ class SubPartition:
             self.ready.remove(warp)
             warp.reason = board
             self.pushed += 1
-            heapq.heappush(self.heap, (ready_at, self.pushed, warp, False))
+            heappush(self.heap, (ready_at, self.pushed, warp, False))
             if ready_at < self.next_at:
                 self.next_at = ready_at
             if board == LONG:

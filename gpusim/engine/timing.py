@@ -6,6 +6,7 @@ Every number comes from the ArchSpec (pipelines, frontend); this module only say
 from __future__ import annotations
 
 import math
+from typing import Final
 
 from ..arch import ArchSpec
 from ..arch.tensor import is_sparse, mma_precision, precision_scale
@@ -15,7 +16,10 @@ from ..workload.opcodes import (ASYNC_MMA, BARRIER, BRANCH, FP32, FP64, INT32, L
                                 async_kind, commits_group, refusal, tmem_columns)
 
 # Scoreboards (what a dependent instruction waits on) and the stall reason each produces.
-WAIT, SHORT, LONG, NONE = "wait", "short_scoreboard", "long_scoreboard", "none"
+WAIT: Final = "wait"
+SHORT: Final = "short_scoreboard"
+LONG: Final = "long_scoreboard"
+NONE: Final = "none"
 MATH_THROTTLE, MIO_THROTTLE, LG_THROTTLE = "math_pipe_throttle", "mio_throttle", "lg_throttle"
 HMMA_16816_FLOPS = 2 * 16 * 8 * 16  # the shape assumed for a tensor opcode that names none
 FP32_FLOPS = {"FFMA": 2, "FADD": 1, "FMUL": 1, "FFMA2": 4, "FADD2": 2, "FMUL2": 2}  # per thread

@@ -29,8 +29,7 @@ queueing and transfer time. Requests arrive in nondecreasing time across the GPU
 
 from __future__ import annotations
 
-import bisect
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -40,10 +39,12 @@ from ..errors import GpusimError
 from ..workload.inst import WarpInst, lane_offsets
 from .cache import SectoredCache
 
-L1, L2, DRAM = 0, 1, 2
-LOCAL_BASE = 1 << 44  # where per-thread local memory is mapped (interleaved by lane, as the hardware does)
-LOCAL_REGION = 1 << 24  # bytes of local memory address space per warp
-_MEMO_LIMIT = 65536
+L1: Final = 0
+L2: Final = 1
+DRAM: Final = 2
+LOCAL_BASE: Final = 1 << 44  # where per-thread local memory is mapped (interleaved by lane, as the hardware does)
+LOCAL_REGION: Final = 1 << 24  # bytes of local memory address space per warp
+_MEMO_LIMIT: Final = 65536
 
 
 def _hash(line: int) -> int:
@@ -258,7 +259,15 @@ class MemoryHierarchy:
                     mshr[line] = (max(t, inflight[0]), max(lvl, inflight[1]), inflight[2] | mask)
                 else:
                     mshr[line] = (t, lvl, mask)
-                bisect.insort(order, (t, line))
+                # into completion order (as bisect.insort would put it): misses mostly complete after the ones
+                # before them, so the place is found from the end
+                at = len(order)
+                while at:
+                    before_t, before_line = order[at - 1]
+                    if before_t < t or (before_t == t and before_line <= line):
+                        break
+                    at -= 1
+                order.insert(at, (t, line))
                 if allocate:
                     l1.fill(line, mask)
                 if t > ready:

@@ -18,7 +18,7 @@ class SMCounters:
                  "last_change", "sp_resident", "sp_active_cycles", "sp_last_change", "blocks_done")
 
     def __init__(self, sub_partitions: int):
-        self.stall = dict.fromkeys(REASONS, 0)
+        self.stall: dict[str, int] = dict.fromkeys(REASONS, 0)
         self.inst = 0
         self.thread_inst = 0
         self.fp32_flops = 0  # FP32 FLOP done (FFMA = 2 per active thread)
