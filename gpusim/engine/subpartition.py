@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..stats.counters import SMCounters
 from . import asynchrony, clusters
-from .scheduler import Policy
+from .scheduler import LooseRoundRobin, Policy
 from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
 from ..workload.inst import WarpInst
 from .warp import Warp, accumulating_operands_ready, operands_ready
@@ -48,6 +48,8 @@ class SubPartition:
         self.timing_cache: dict[str, OpTiming] = timing.cache
         self.observer: Any = sm.observer
         self.by_slot: bool = bool(policy.ready_by_slot)  # the order the ready list is kept in (the policy's)
+        # the built-in lrr itself (not a subclass, which may order otherwise): cycle() rotates the ready list in place
+        self.lrr: LooseRoundRobin | None = cast(LooseRoundRobin, policy) if type(policy) is LooseRoundRobin else None
         self.register_banks: Any = timing.register_banks  # the run's register-bank placement and conflict counts
         self.known_conflicts: dict[tuple[str, ...], int] = timing.register_banks.known
         self.register_bank_conflicts = 0  # extra operand-collector cycles of the instructions issued here
@@ -141,9 +143,27 @@ class SubPartition:
             self.make_ready(warp)
         chosen: Warp | None = None
         if ready:
-            candidates: Any = ready if len(ready) == 1 else self.policy.order(ready, now)
-            for candidate in candidates:
-                warp = cast(Warp, candidate)  # compiled: a checked cast, so the loop below runs on typed fields
+            # the policy's order: lrr's is the ready list (kept in slot order) rotated to start after the slot that
+            # issued last, read in place; another policy's is the sequence its order() returns
+            candidates: Any = ready
+            count = len(ready)
+            first = 0
+            lrr = self.lrr
+            if count > 1:
+                if lrr is not None:
+                    last = lrr.last
+                    while first < count and ready[first].slot <= last:
+                        first += 1
+                    if first == count:
+                        first = 0
+                else:
+                    candidates = self.policy.order(ready, now)
+                    count = len(candidates)
+            for k in range(count):
+                at = first + k
+                if at >= count:
+                    at -= count
+                warp = cast(Warp, candidates[at])  # compiled: a checked cast, so the loop runs on typed fields
                 if pipe_free[warp.timing.pipe_index] > now:
                     throttle = warp.timing.throttle
                     if warp.reason != throttle:
