@@ -430,16 +430,16 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         done = [0, 0]
 
         def report(blocks: int, cycle: int, insts: int) -> None:
-            parallel.report_done(insts - done[0], blocks - done[1])
+            parallel.report_done(insts - done[0], blocks - done[1], cycle)
             done[:] = insts, blocks
 
         return one(index, report)
 
     order = sorted(range(len(points)), key=lambda i: -points[i].warp_insts)  # the longest first
 
-    def waiting(insts: int, blocks: int) -> bool:
+    def waiting(insts: int, blocks: int, cycle: int) -> bool:  # cycle: the furthest any run side by side has reached
         if callable(update):
-            update(base[0] + blocks, 0, base[1] + insts)
+            update(base[0] + blocks, cycle, base[1] + insts)
         return interrupt is not None and bool(interrupt())
 
     try:

@@ -182,24 +182,35 @@ def test_reduced_runs_side_by_side_give_the_record_run_one_after_another(sampled
     assert side_by_side.to_dict() == in_turn.to_dict()
 
 
-def test_progress_hears_the_reduced_runs():
+def test_progress_hears_the_reduced_runs(monkeypatch):
+    """The progress sees the reduced runs' warp-instructions and the simulated cycle they have reached (side by
+    side: the furthest run's), never beyond the longest run's cycles."""
+    from gpusim.engine import gpu
+
     class Recorder:
         def __init__(self):
-            self.starts, self.updates, self.stopped = [], [], False
+            self.starts, self.updates, self.cycles, self.stopped = [], [], [], False
 
         def start(self, kernel, blocks, warp_insts, estimated=False):
             self.starts.append((kernel, blocks, warp_insts))
 
         def update(self, blocks, cycle, insts):
             self.updates.append(insts)
+            self.cycles.append(cycle)
 
         def stop(self):
             self.stopped = True
 
+    monkeypatch.setattr(gpu, "PROGRESS_SECONDS", 0.0)  # every run reports at each poll (forked workers too)
     recorder = Recorder()
     result = run(GEMM, "h100", params=SMALL_GEMM, sample="on", progress=recorder)
     [(name, blocks, planned)] = recorder.starts
     assert "sampled" in name and planned == result.sampling["simulated_warp_instructions"] and recorder.stopped
+    pilot = result.sampling.get("pilot_run")
+    runs = result.sampling["simulated_runs"] + ([pilot] if pilot else [])
+    assert max(recorder.cycles) <= max(r["cycles"] for r in runs)
+    after_pilot = [c for c, n in zip(recorder.cycles, recorder.updates) if n > (pilot["warp_instructions"] if pilot else 0)]
+    assert max(after_pilot) > 0  # the runs after the pilot (side by side where there are cores) report their cycles
 
 
 def test_a_trace_samples_its_waves(tmp_path):

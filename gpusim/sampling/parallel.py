@@ -15,7 +15,8 @@ import time
 from typing import Any, Callable
 
 _TASK: Callable[[int], Any] | None = None  # what a forked worker runs (inherited from the parent)
-_DONE: Any = None  # (warp-instructions, blocks) the workers have simulated so far (shared, for the parent's progress)
+_DONE: Any = None  # (warp-instructions, blocks, furthest cycle) the workers have simulated so far (shared, for the
+# parent's progress)
 
 
 _JOBS_LIMIT: int | None = None  # see limit_jobs
@@ -52,26 +53,30 @@ def _call(index: int):
     return _TASK(index)
 
 
-def report_done(warp_insts: int, blocks: int) -> None:
-    """From a worker: `warp_insts` more simulated and `blocks` more retired (the parent's progress reads the sums)."""
+def report_done(warp_insts: int, blocks: int, cycle: int = 0) -> None:
+    """From a worker: `warp_insts` more simulated and `blocks` more retired, its run at simulated `cycle` (the
+    parent's progress reads the sums and the furthest cycle any run has reached)."""
     if _DONE is not None:
         with _DONE.get_lock():
             _DONE[0] += warp_insts
             _DONE[1] += blocks
+            if cycle > _DONE[2]:
+                _DONE[2] = cycle
 
 
 def map_runs(task: Callable[[int], Any], count: int, jobs: int, order: list[int],
-             on_wait: Callable[[int, int], bool] | None = None) -> list | None:
-    """[task(0), ..., task(count - 1)], `order` saying which to start first (the longest). `on_wait(insts, blocks)`,
-    if given, is called a few times a second with the warp-instructions simulated and blocks retired so far; when it
-    returns True the workers are stopped and RunsInterrupted raised. None: this machine runs them one after
+             on_wait: Callable[[int, int, int], bool] | None = None) -> list | None:
+    """[task(0), ..., task(count - 1)], `order` saying which to start first (the longest). `on_wait(insts, blocks,
+    cycle)`, if given, is called a few times a second with the warp-instructions simulated and blocks retired so far
+    and the furthest simulated cycle a run has reached; when it returns True the workers are stopped and
+    RunsInterrupted raised. None: this machine runs them one after
     another (one core, or no fork): the caller does."""
     global _TASK, _DONE
     if jobs <= 1 or count <= 1 or "fork" not in multiprocessing.get_all_start_methods() \
             or multiprocessing.current_process().daemon:  # a pool's worker (a sweep's) may not have children
         return None  # the caller runs them in this process
     context = multiprocessing.get_context("fork")
-    _TASK, _DONE = task, context.Array("q", 2)
+    _TASK, _DONE = task, context.Array("q", 3)
     results: list = [None] * count
     try:
         with context.Pool(min(jobs, count), initializer=_initialise) as pool:
@@ -81,7 +86,7 @@ def map_runs(task: Callable[[int], Any], count: int, jobs: int, order: list[int]
                     results[i] = pending.pop(i).get()
                 if not pending:
                     break
-                if on_wait is not None and on_wait(_DONE[0], _DONE[1]):
+                if on_wait is not None and on_wait(_DONE[0], _DONE[1], _DONE[2]):
                     pool.terminate()
                     raise RunsInterrupted
                 time.sleep(0.1)
