@@ -41,7 +41,8 @@ SEED_MAX = 2**32 - 1
 MAX_INSTRUCTIONS = 2_000_000_000
 # warp-instructions per second the engine simulates on a large kernel, for the time a run would take (what `auto`
 # weighs a full run by, and what the notes say): measured 2026-12-01 on the 2-core development machine, about
-# 37,000 per core for gemm_tile128 with 3 blocks on each of 132 SMs, 63,000-70,000 for `gpusim bench`'s gemm
+# 37,000 per core for gemm_tile128 with 3 blocks on each of 132 SMs, 63,000-70,000 for `gpusim bench`'s gemm;
+# since the typed engine of 2026-12-02 about 48,000 and 83,000 (kept at 40,000: the slower machines' figure)
 ENGINE_RATE = 40_000
 FALLBACK_SECONDS = 300  # `--sample auto` runs an unsettled kernel in full only when that takes about this at most
 PREFLIGHT_STEPS = 200_000  # counting steps the check spends at most (~0.1 s); beyond them it estimates

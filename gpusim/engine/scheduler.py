@@ -11,11 +11,9 @@ subclasses, so a user's policy needs no compiler.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Sequence
 
 from mypy_extensions import mypyc_attr
-
-from .warp import Warp
 
 
 def age(warp: Any) -> int:
@@ -59,17 +57,14 @@ class LooseRoundRobin(Policy):
         self.last: int = -1
 
     def order(self, candidates: list[Any], now: int) -> Sequence[Any]:
+        # the engine does not call this for lrr itself: SubPartition.cycle rotates its slot-ordered ready list in
+        # place the same way (this serves subclasses and callers outside the engine)
         count = len(candidates)
         if count < 2:
             return candidates
         last = self.last
         first = 0  # the first candidate after the slot that issued last
-        while first < count:
-            candidate = candidates[first]
-            # the engine's warps: their slot read as a native field (compiled); anything else by attribute
-            slot: int = cast(Warp, candidate).slot if type(candidate) is Warp else candidate.slot
-            if slot > last:
-                break
+        while first < count and candidates[first].slot <= last:
             first += 1
         if first == 0 or first == count:
             return candidates
