@@ -7,14 +7,15 @@ visited in cycles where it cannot change: the SM asks each sub-partition for its
 
 from __future__ import annotations
 
-from heapq import heappop, heappush
+import heapq
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..stats.counters import SMCounters
 from . import asynchrony, clusters
 from .scheduler import LooseRoundRobin, Policy
 from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
-from ..workload.inst import WarpInst
+from ..memory.hierarchy import MemoryHierarchy
+from ..workload.inst import QueueStream, WarpInst
 from .warp import Warp, accumulating_operands_ready, operands_ready
 
 if TYPE_CHECKING:
@@ -27,6 +28,10 @@ NOT_SELECTED: Final = "not_selected"
 # forum thread, "Why there is a dispatch stall when issue almost every IADD3 instruction ... on 3080": IADD3s with
 # two sources in one of the two banks show dispatch stalls), and Nsight VSE filed bank conflicts under "Other".
 DISPATCH_STALL: Final = "dispatch_stall"
+FULL_MASK: Final = 0xFFFFFFFF  # every lane of a warp active
+# compiled: a Final name is a C static, so a call needs no lookup in the module's globals
+heappush: Final = heapq.heappush
+heappop: Final = heapq.heappop
 
 
 class SubPartition:
@@ -38,6 +43,8 @@ class SubPartition:
         self.timing = timing
         self.counters = counters
         self.memory = memory
+        # the built-in hierarchy itself (not a subclass or another model, reached through duck typing): called natively
+        self.hierarchy: MemoryHierarchy | None = memory if type(memory) is MemoryHierarchy else None
         self.ready: list[Warp] = []  # oldest first (in slot order for a policy with ready_by_slot)
         self.heap: list[tuple[int, int, Warp, bool]] = []  # (wake-up cycle, insertion number, warp, retire)
         self.pushed = 0  # warps put in the heap so far: the tie-breaker, so equal wake-ups keep insertion order
@@ -112,7 +119,9 @@ class SubPartition:
 
     def fetch(self, warp: Warp) -> bool:
         """Peek the warp's next instruction; False when its stream has ended."""
-        inst: WarpInst | None = next(warp.stream, None)
+        stream = warp.stream
+        inst: WarpInst | None = cast(QueueStream, stream).next_or_none() if type(stream) is QueueStream \
+            else next(stream, None)
         if inst is None:
             warp.inst = None
             return False
@@ -131,7 +140,7 @@ class SubPartition:
         observer = self.observer
         while heap and heap[0][0] <= now:
             t, _, warp, retire = heappop(heap)
-            stall[warp.reason] += t - warp.since
+            stall[warp.reason] = stall[warp.reason] + t - warp.since
             if observer is not None and t > warp.since:
                 observer.state(self, warp, warp.reason, warp.since, t)
             warp.since = t
@@ -145,7 +154,7 @@ class SubPartition:
         if ready:
             # the policy's order: lrr's is the ready list (kept in slot order) rotated to start after the slot that
             # issued last, read in place; another policy's is the sequence its order() returns
-            candidates: Any = ready
+            candidates: list[Warp] = ready
             count = len(ready)
             first = 0
             lrr = self.lrr
@@ -157,24 +166,25 @@ class SubPartition:
                     if first == count:
                         first = 0
                 else:
-                    candidates = self.policy.order(ready, now)
+                    order: Any = self.policy.order(ready, now)
+                    candidates = order if type(order) is list else list(order)  # compiled: indexed natively
                     count = len(candidates)
             for k in range(count):
                 at = first + k
                 if at >= count:
                     at -= count
-                warp = cast(Warp, candidates[at])  # compiled: a checked cast, so the loop runs on typed fields
+                warp = candidates[at]
                 if pipe_free[warp.timing.pipe_index] > now:
                     throttle = warp.timing.throttle
                     if warp.reason != throttle:
-                        stall[warp.reason] += now - warp.since
+                        stall[warp.reason] = stall[warp.reason] + now - warp.since
                         if observer is not None and now > warp.since:
                             observer.state(self, warp, warp.reason, warp.since, now)
                         warp.since, warp.reason = now, throttle
                 elif chosen is None:
                     chosen = warp
                 elif warp.reason != NOT_SELECTED:
-                    stall[warp.reason] += now - warp.since
+                    stall[warp.reason] = stall[warp.reason] + now - warp.since
                     if observer is not None and now > warp.since:
                         observer.state(self, warp, warp.reason, warp.since, now)
                     warp.since, warp.reason = now, NOT_SELECTED
@@ -185,7 +195,7 @@ class SubPartition:
                 if pipe and pipe_free[pipe] > soon:  # from the next cycle on the pipe is busy: its waiters throttle
                     for warp in ready:
                         if warp.reason == NOT_SELECTED and warp.timing.pipe_index == pipe:
-                            stall[NOT_SELECTED] += soon - warp.since
+                            stall[NOT_SELECTED] = stall[NOT_SELECTED] + soon - warp.since
                             if observer is not None and soon > warp.since:
                                 observer.state(self, warp, NOT_SELECTED, warp.since, soon)
                             warp.since, warp.reason = soon, warp.timing.throttle
@@ -206,12 +216,14 @@ class SubPartition:
     def issue(self, warp: Warp, now: int) -> None:
         inst, timing, counters = warp.inst, warp.timing, self.counters
         assert inst is not None, "only a warp with a fetched instruction is ready"
-        counters.stall[warp.reason] += now - warp.since  # the issue cycle itself is counted as selected
+        stall = counters.stall  # (compiled: `d[k] = d[k] + n` adds unboxed; `d[k] += n` is a generic in-place add)
+        stall[warp.reason] = stall[warp.reason] + now - warp.since  # the issue cycle itself is counted as selected
         observer = self.observer
         if observer is not None and now > warp.since:
             observer.state(self, warp, warp.reason, warp.since, now)
         counters.inst += 1
-        lanes = inst.mask.bit_count()
+        mask = inst.mask
+        lanes = 32 if mask == FULL_MASK else mask.bit_count()
         counters.thread_inst += lanes
         if timing.fp32_flops:
             counters.fp32_flops += timing.fp32_flops * lanes
@@ -219,7 +231,11 @@ class SubPartition:
             counters.tensor_flops += timing.tensor_flops
             counters.tensor_pipe_flops += timing.tensor_pipe_flops
         counters.pipeline_insts[timing.pipeline_index] += 1
-        self.policy.issued(warp, now)
+        lrr = self.lrr
+        if lrr is not None:  # LooseRoundRobin.issued, natively
+            lrr.last = warp.slot
+        else:
+            self.policy.issued(warp, now)
         if observer is not None:
             observer.issued(self.sm, self, warp, inst, now)
         pipe = timing.pipe_index
@@ -236,7 +252,11 @@ class SubPartition:
             if operands is not None and operands.peer >= 0:  # distributed shared memory: another block's
                 ready_at, busy = clusters.remote_access(self, warp, inst, start)
             else:
-                ready_at, busy = self.memory.access(self.sm_index, inst, start)  # a MemoryResult or a plain pair
+                hierarchy = self.hierarchy
+                if hierarchy is not None:
+                    ready_at, busy = hierarchy.access(self.sm_index, inst, start)
+                else:
+                    ready_at, busy = self.memory.access(self.sm_index, inst, start)  # a MemoryResult or a plain pair
             if observer is not None:
                 observer.accessed(self.sm, self, warp, inst, start, ready_at)
             done = start + (busy if busy > timing.interval else timing.interval)  # the data stage, MSHRs, port
@@ -265,7 +285,9 @@ class SubPartition:
         # fetch the next instruction and put the warp where it belongs: ready, asleep, at a barrier, gone
         nxt = now + 1
         warp.since = nxt
-        following: WarpInst | None = next(warp.stream, None)
+        stream = warp.stream
+        following: WarpInst | None = cast(QueueStream, stream).next_or_none() if type(stream) is QueueStream \
+            else next(stream, None)
         if following is None:  # the warp exits once its stores are done and its loads have arrived
             warp.inst = None
             self.ready.remove(warp)

@@ -123,6 +123,14 @@ class QueueStream:
                 raise StopIteration
         return queue.popleft()
 
+    def next_or_none(self) -> WarpInst | None:
+        """The next instruction, None when the stream has ended (the engine's `next(stream, None)`, natively)."""
+        queue = self.queue
+        while not queue:
+            if not self.refill():
+                return None
+        return queue.popleft()
+
 
 def deal(queues: list[deque[WarpInst]], first_warp: int, block: int, info: OpInfo,
          rows: list[tuple[int, int, tuple[str, ...], tuple[str, ...], AsyncOperands | None]], addrs: Any,
