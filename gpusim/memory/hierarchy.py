@@ -254,11 +254,12 @@ class MemoryHierarchy:
             for line, mask in missing:
                 leave = self._port(sm, count[mask] * self.sector, now)
                 t, lvl = self._l2_access(line, mask, leave, write=False)
-                inflight = mshr.get(line)
+                key: Any = line  # compiled: boxed once for the MSHR dict, not once each operation
+                inflight = mshr.get(key)
                 if inflight is not None and inflight[0] > now:  # other sectors of the line are in flight too
-                    mshr[line] = (max(t, inflight[0]), max(lvl, inflight[1]), inflight[2] | mask)
+                    mshr[key] = (max(t, inflight[0]), max(lvl, inflight[1]), inflight[2] | mask)
                 else:
-                    mshr[line] = (t, lvl, mask)
+                    mshr[key] = (t, lvl, mask)
                 # into completion order (as bisect.insort would put it): misses mostly complete after the ones
                 # before them, so the place is found from the end
                 at = len(order)
@@ -445,11 +446,12 @@ class MemoryHierarchy:
     def _pend(self, index: int, line: int, mask: int, back: int, now: int) -> None:
         """Note sectors in flight from DRAM to slice `index` until `back`; drop expired entries now and then."""
         pending = self.l2_pending[index]
-        entry = pending.get(line)
+        key: Any = line  # compiled: boxed once for the dict operations below
+        entry = pending.get(key)
         if entry is not None and entry[0] > now:
-            pending[line] = (max(back, entry[0]), entry[1] | mask)
+            pending[key] = (max(back, entry[0]), entry[1] | mask)
         else:
-            pending[line] = (back, mask)
+            pending[key] = (back, mask)
         if len(pending) > self.l2_pending_limit[index]:
             for key in [k for k, e in pending.items() if e[0] <= now]:
                 del pending[key]
@@ -468,9 +470,10 @@ class MemoryHierarchy:
         total = 0
         count = self.sector_count
         for cache in self.l2:
+            shift = cache.dirty_shift
             for lines in cache.lines():
                 for state in lines.values():
-                    total += count[state[1]]
+                    total += count[state >> shift]
         return total * self.sector
 
     # --- shared memory -------------------------------------------------------------------------------------
