@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import heapq
 import itertools
 import time
 from typing import Any, Final, Generator
@@ -19,11 +18,8 @@ from .dispatcher import Dispatcher, cluster_members, interleave_by_gpc
 from .observer import complete as complete_observer
 from .scheduler import DEFAULT_POLICY
 from .sm import SM
-from .subpartition import INF
+from .subpartition import INF, heappop, heappush  # (C statics there: no lookup per call)
 from .timing import TimingTable
-
-heappush: Final = heapq.heappush  # compiled: a C static, so a call needs no lookup in the module's globals
-heappop: Final = heapq.heappop
 
 POLL_STEPS: Final = 512  # SM steps between looks at the wall clock, when a progress callback or an interrupt is given
 PROGRESS_SECONDS = 0.25  # a progress callback hears from the run at most this often (and once at the end)

@@ -15,7 +15,7 @@ from . import asynchrony, clusters
 from .scheduler import LooseRoundRobin, Policy
 from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
 from ..memory.hierarchy import MemoryHierarchy
-from ..workload.inst import QueueStream, WarpInst
+from ..workload.inst import WarpInst, next_inst
 from .warp import Warp, accumulating_operands_ready, operands_ready
 
 if TYPE_CHECKING:
@@ -119,9 +119,7 @@ class SubPartition:
 
     def fetch(self, warp: Warp) -> bool:
         """Peek the warp's next instruction; False when its stream has ended."""
-        stream = warp.stream
-        inst: WarpInst | None = cast(QueueStream, stream).next_or_none() if type(stream) is QueueStream \
-            else next(stream, None)
+        inst = next_inst(warp.stream)
         if inst is None:
             warp.inst = None
             return False
@@ -285,9 +283,7 @@ class SubPartition:
         # fetch the next instruction and put the warp where it belongs: ready, asleep, at a barrier, gone
         nxt = now + 1
         warp.since = nxt
-        stream = warp.stream
-        following: WarpInst | None = cast(QueueStream, stream).next_or_none() if type(stream) is QueueStream \
-            else next(stream, None)
+        following = next_inst(warp.stream)
         if following is None:  # the warp exits once its stores are done and its loads have arrived
             warp.inst = None
             self.ready.remove(warp)

@@ -453,8 +453,8 @@ class MemoryHierarchy:
         else:
             pending[key] = (back, mask)
         if len(pending) > self.l2_pending_limit[index]:
-            for key in [k for k, e in pending.items() if e[0] <= now]:
-                del pending[key]
+            for expired in [k for k, e in pending.items() if e[0] <= now]:
+                del pending[expired]
             self.l2_pending_limit[index] = 2 * len(pending) + 1024
 
     def _writeback(self, line: int, dirty_mask: int, now: int) -> None:

@@ -6,7 +6,7 @@ Compiled with the engine (see gpusim/native.py), so its fields are typed: the en
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ..analytic.coalesce import active_lanes
 from .opcodes import OpInfo
@@ -117,11 +117,10 @@ class QueueStream:
         return self
 
     def __next__(self) -> WarpInst:
-        queue = self.queue
-        while not queue:
-            if not self.refill():
-                raise StopIteration
-        return queue.popleft()
+        inst = self.next_or_none()
+        if inst is None:
+            raise StopIteration
+        return inst
 
     def next_or_none(self) -> WarpInst | None:
         """The next instruction, None when the stream has ended (the engine's `next(stream, None)`, natively)."""
@@ -130,6 +129,14 @@ class QueueStream:
             if not self.refill():
                 return None
         return queue.popleft()
+
+
+def next_inst(stream: Any) -> WarpInst | None:
+    """A warp's next instruction from its stream, None when it has ended: a block walker's QueueStream natively,
+    any other iterator (a trace's, independent thread scheduling's) through next()."""
+    if type(stream) is QueueStream:
+        return cast(QueueStream, stream).next_or_none()
+    return next(stream, None)
 
 
 def deal(queues: list[deque[WarpInst]], first_warp: int, block: int, info: OpInfo,
