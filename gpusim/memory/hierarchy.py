@@ -143,7 +143,7 @@ class MemoryHierarchy:
         """(cycle the data is ready or the write done, cycles from `now` the issuing pipe stays busy at least)."""
         info = inst.info
         space = info.space
-        if inst.addrs is None:  # a traced access without lane addresses (predicated off): no data moves
+        if not inst.has_addresses():  # a traced access without lane addresses (predicated off): no data moves
             self.no_address += 1
             return now + (self.shared_latency if space == "shared" else self.l1_hit_latency), 0
         if space == "shared":

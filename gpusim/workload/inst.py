@@ -46,23 +46,39 @@ class AsyncOperands:
 class WarpInst:
     """`warp` is the issuing warp's global id; it is None on an instruction without addresses that a block
     walker hands to every warp of its block as one shared object (the engine knows which warp issues it; only
-    per-lane local addresses need the id). `addrs` is a 32-lane int64 array, or None. `operands`: what an
-    asynchronous instruction of a YAML workload says besides its registers (None elsewhere, traces included).
-    `bank_conflicts`: extra register-file read cycles its sources cost, -1 until the engine first counts them
-    (once per object: shared instructions are counted once)."""
+    per-lane local addresses need the id). `addrs` is a 32-lane int64 array, or None; a block walker gives its
+    instructions the array of a whole chunk, `rows` (one row of 32 lanes per warp and instruction), and the row
+    that is theirs, so the engine, which reads the addresses through `address_key`, makes no array view per
+    instruction (`addrs` makes one when something asks). `operands`: what an asynchronous instruction of a YAML
+    workload says besides its registers (None elsewhere, traces included). `bank_conflicts`: extra register-file
+    read cycles its sources cost, -1 until the engine first counts them (once per object: shared instructions
+    are counted once)."""
 
-    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "addrs", "_address_key", "operands",
-                 "bank_conflicts")
+    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "_addrs", "_rows", "_row", "_address_key",
+                 "operands", "bank_conflicts")
 
     def __init__(self, info: OpInfo, warp: int | None, block: int, pc: int, mask: int, dst: tuple[str, ...],
                  src: tuple[str, ...], addrs: Any, address_key: tuple[int, bytes] | None = None,
-                 operands: AsyncOperands | None = None):
+                 operands: AsyncOperands | None = None, rows: Any = None, row: int = 0):
         self.info = info
         self.warp, self.block, self.pc, self.mask = warp, block, pc, mask
-        self.dst, self.src, self.addrs = dst, src, addrs
+        self.dst, self.src = dst, src
+        self._addrs, self._rows, self._row = addrs, rows, row
         self._address_key = address_key
         self.operands = operands
         self.bank_conflicts = -1
+
+    @property
+    def addrs(self) -> Any:
+        """The 32 lanes' addresses (an int64 array), None for an instruction without addresses."""
+        addrs = self._addrs
+        if addrs is None and self._rows is not None:
+            addrs = self._addrs = self._rows[self._row]
+        return addrs
+
+    def has_addresses(self) -> bool:
+        """Whether it carries lane addresses (without making their array)."""
+        return self._addrs is not None or self._rows is not None
 
     def address_key(self) -> tuple[int, bytes]:
         """(lane 0's address, every lane's offset from it as int64 bytes): the addresses in a form the memory
@@ -141,25 +157,21 @@ def next_inst(stream: Any) -> WarpInst | None:
 
 def deal(queues: list[deque[WarpInst]], first_warp: int, block: int, info: OpInfo,
          rows: list[tuple[int, int, tuple[str, ...], tuple[str, ...], AsyncOperands | None]], addrs: Any,
-         lanes: tuple[list[list[int]], bytes] | None) -> None:
+         keys: list[list[tuple[int, bytes]]] | None) -> None:
     """Append one chunk of a block walker's instructions, rows of (pc, mask, dst, src, operands), to each warp's
-    queue. Without addresses, one object per row serves every warp; else warp w gets lane addresses
-    addrs[w, row] and its address key from `lanes`: (lane 0's address per warp and row, all lanes' offsets as
-    int64 bytes)."""
+    queue. Without addresses, one object per row serves every warp; else warp w gets row w * len(rows) + j of
+    `addrs` (the chunk's addresses, one row of 32 lanes per warp and instruction) and its address key
+    keys[w][j]: (lane 0's address, all lanes' offsets from it as int64 bytes)."""
     if addrs is None:
         shared = [WarpInst(info, None, block, pc, mask, dst, src, None, None, operands)
                   for pc, mask, dst, src, operands in rows]
         for queue in queues:
             queue.extend(shared)
         return
-    assert lanes is not None, "addresses come with their keys"
-    first_lanes, offsets = lanes
-    size = addrs.shape[2] * 8
-    at = 0
+    assert keys is not None, "addresses come with their keys"
+    count = len(rows)
     for w, queue in enumerate(queues):
-        lane_addrs = addrs[w]
-        warp_bases = first_lanes[w]
+        warp_keys = keys[w]
         for j, (pc, mask, dst, src, operands) in enumerate(rows):
-            queue.append(WarpInst(info, first_warp + w, block, pc, mask, dst, src, lane_addrs[j],
-                                  (warp_bases[j], offsets[at:at + size]), operands))
-            at += size
+            queue.append(WarpInst(info, first_warp + w, block, pc, mask, dst, src, None, warp_keys[j], operands,
+                                  addrs, w * count + j))

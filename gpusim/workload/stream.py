@@ -28,6 +28,7 @@ from .yamlio import WorkloadError
 
 REGISTER_CACHE_LIMIT = 4096  # resolved register-name lists kept per kernel
 ADDRESS_CACHE_LIMIT = 1024  # block-invariant address chunks kept per kernel
+OFFSETS_POOL_LIMIT = 4096  # distinct lane-offset patterns kept per kernel's streams
 _SAME_IN_EVERY_BLOCK = WARP_IN_BLOCK | {"lane", "rep"}  # a block walker's arrays for these never change
 REPEAT_CHUNK = 256  # repeats whose addresses are evaluated together (bounds memory for huge repeats)
 _POW2 = (1 << np.arange(WARP_SIZE, dtype=np.uint64)).astype(np.uint64)
@@ -416,8 +417,9 @@ class _BlockWalker(_WarpWalker):
     count or register name reads the warp's identity and every warp is full): addresses are evaluated for
     (warps, repeats, lanes) at once and each warp's instructions are handed out from a queue."""
 
-    def __init__(self, kernel: Kernel, block: int):
+    def __init__(self, kernel: Kernel, block: int, offsets_pool: dict[bytes, bytes] | None = None):
         warps = kernel.launch.warps_per_block
+        self.offsets_pool = {} if offsets_pool is None else offsets_pool
         super().__init__(kernel, block, 0)
         self.env = kernel.base_env(block, np.arange(warps, dtype=np.int64)[:, None, None])
         self.address_shape = (warps,)
@@ -456,11 +458,12 @@ class _BlockWalker(_WarpWalker):
                         self.check(node, lane_addrs, m)
             rows.append((node.pc + 16 * k, m, dst, src, operands))
         env["rep"] = 0
-        return [(node.info, rows, addrs, lanes)]
+        return [(node.info, rows, None if addrs is None else addrs.reshape(-1, WARP_SIZE), lanes)]
 
     def block_addresses(self, node: Instr, first: int, count: int):
-        """(addresses as (warps, count, 32), (lane 0's address per warp and row, every lane's offset from it as
-        int64 bytes)). An address that reads no per-block name (shared-memory tiles, for one) is the same in
+        """(addresses as (warps, count, 32), the address keys per warp and row: (lane 0's address, every lane's
+        offset from it as int64 bytes), one bytes object per pattern, shared through `offsets_pool`, so the memory
+        model's memos hash each pattern once). An address that reads no per-block name (shared-memory tiles, for one) is the same in
         every block for the same loop indices: it is computed once per kernel and looked up after that."""
         env, expr = self.env, node.addr
         key = None
@@ -476,7 +479,20 @@ class _BlockWalker(_WarpWalker):
         addrs = self.addresses(node, count)
         env["rep"] = 0
         bases = addrs[:, :, 0]
-        lanes = (bases.tolist(), (addrs - bases[:, :, None]).tobytes())
+        data = (addrs - bases[:, :, None]).tobytes()
+        size = WARP_SIZE * 8
+        pool = self.offsets_pool
+        if len(pool) > OFFSETS_POOL_LIMIT:
+            pool.clear()
+        lanes = []
+        at = 0
+        for warp_bases in bases.tolist():
+            keys = []
+            for base in warp_bases:
+                pattern = data[at:at + size]
+                keys.append((base, pool.setdefault(pattern, pattern)))
+                at += size
+            lanes.append(keys)
         if key is not None:
             cache = self.kernel.address_cache
             if len(cache) >= ADDRESS_CACHE_LIMIT:
@@ -511,6 +527,7 @@ class BlockStreams:
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
         self.walkers: dict[int, _BlockWalker] = {}
+        self.offsets_pool: dict[bytes, bytes] = {}  # lane-offset patterns, one object each (see block_addresses)
         launch = kernel.launch
         self.shared = (kernel.warp_variance() == "none" and launch.threads_per_block % WARP_SIZE == 0
                        and launch.warps_per_block > 1 and not _templates_read_identity(kernel))
@@ -520,7 +537,7 @@ class BlockStreams:
             return warp_stream(self.kernel, block, warp_in_block)
         walker = self.walkers.get(block)
         if walker is None:
-            walker = self.walkers[block] = _BlockWalker(self.kernel, block)
+            walker = self.walkers[block] = _BlockWalker(self.kernel, block, self.offsets_pool)
         stream = QueueStream(walker.queues[warp_in_block], walker.refill)
         if warp_in_block == self.kernel.launch.warps_per_block - 1:
             del self.walkers[block]  # every warp holds its stream; the block no longer needs an entry here
