@@ -241,12 +241,12 @@ class GPU:
             counters = sm.counters
             for sp in sm.sps:
                 counters.warps_changed(now, 0, sp.index)
-                stall = counters.stall
+                tallies = counters.tallies
                 waiting = list(sp.ready)
                 waiting.extend(entry[2] for entry in sp.heap)
                 for warp in waiting:
                     if warp.since < now:
-                        stall[warp.reason] += now - warp.since
+                        tallies[warp.reason].cycles += now - warp.since
                         if self.observer is not None:
                             self.observer.state(sp, warp, warp.reason, warp.since, now)
                         warp.since = now

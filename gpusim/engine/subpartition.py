@@ -133,12 +133,12 @@ class SubPartition:
         come back. Nsight Compute's rules label every ready warp that is not issued: its pipe busy, the pipe's
         throttle (math_pipe_throttle, mio_throttle, lg_throttle); its pipe free, not_selected (another warp of
         this scheduler issued this cycle). A warp is eligible only in the second case."""
-        heap, ready, stall = self.heap, self.ready, self.counters.stall
+        heap, ready, tallies = self.heap, self.ready, self.counters.tallies
         pipe_free = self.pipe_free
         observer = self.observer
         while heap and heap[0][0] <= now:
             t, _, warp, retire = heappop(heap)
-            stall[warp.reason] = stall[warp.reason] + t - warp.since
+            tallies[warp.reason].cycles += t - warp.since
             if observer is not None and t > warp.since:
                 observer.state(self, warp, warp.reason, warp.since, t)
             warp.since = t
@@ -175,14 +175,14 @@ class SubPartition:
                 if pipe_free[warp.timing.pipe_index] > now:
                     throttle = warp.timing.throttle
                     if warp.reason != throttle:
-                        stall[warp.reason] = stall[warp.reason] + now - warp.since
+                        tallies[warp.reason].cycles += now - warp.since
                         if observer is not None and now > warp.since:
                             observer.state(self, warp, warp.reason, warp.since, now)
                         warp.since, warp.reason = now, throttle
                 elif chosen is None:
                     chosen = warp
                 elif warp.reason != NOT_SELECTED:
-                    stall[warp.reason] = stall[warp.reason] + now - warp.since
+                    tallies[warp.reason].cycles += now - warp.since
                     if observer is not None and now > warp.since:
                         observer.state(self, warp, warp.reason, warp.since, now)
                     warp.since, warp.reason = now, NOT_SELECTED
@@ -193,7 +193,7 @@ class SubPartition:
                 if pipe and pipe_free[pipe] > soon:  # from the next cycle on the pipe is busy: its waiters throttle
                     for warp in ready:
                         if warp.reason == NOT_SELECTED and warp.timing.pipe_index == pipe:
-                            stall[NOT_SELECTED] = stall[NOT_SELECTED] + soon - warp.since
+                            tallies[NOT_SELECTED].cycles += soon - warp.since
                             if observer is not None and soon > warp.since:
                                 observer.state(self, warp, NOT_SELECTED, warp.since, soon)
                             warp.since, warp.reason = soon, warp.timing.throttle
@@ -214,8 +214,8 @@ class SubPartition:
     def issue(self, warp: Warp, now: int) -> None:
         inst, timing, counters = warp.inst, warp.timing, self.counters
         assert inst is not None, "only a warp with a fetched instruction is ready"
-        stall = counters.stall  # (compiled: `d[k] = d[k] + n` adds unboxed; `d[k] += n` is a generic in-place add)
-        stall[warp.reason] = stall[warp.reason] + now - warp.since  # the issue cycle itself is counted as selected
+        tallies = counters.tallies
+        tallies[warp.reason].cycles += now - warp.since  # the issue cycle itself is counted as selected
         observer = self.observer
         if observer is not None and now > warp.since:
             observer.state(self, warp, warp.reason, warp.since, now)

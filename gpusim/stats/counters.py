@@ -11,14 +11,24 @@ REASONS = ("selected", "long_scoreboard", "short_scoreboard", "wait", "math_pipe
            "dispatch_stall", "misc")
 
 
+class Tally:
+    """Warp-cycles spent in one stall reason: a native int the engine adds to in place (a dict of ints would box
+    every new total)."""
+
+    __slots__ = ("cycles",)
+
+    def __init__(self) -> None:
+        self.cycles = 0
+
+
 class SMCounters:
     """What one SM did. Time-weighted quantities are integrals over cycles, updated when they change."""
 
-    __slots__ = ("stall", "inst", "thread_inst", "fp32_flops", "tensor_flops", "tensor_pipe_flops", "pipeline_insts", "warps_resident", "warp_cycles", "active_cycles",
+    __slots__ = ("tallies", "inst", "thread_inst", "fp32_flops", "tensor_flops", "tensor_pipe_flops", "pipeline_insts", "warps_resident", "warp_cycles", "active_cycles",
                  "last_change", "sp_resident", "sp_active_cycles", "sp_last_change", "blocks_done")
 
     def __init__(self, sub_partitions: int):
-        self.stall: dict[str, int] = dict.fromkeys(REASONS, 0)
+        self.tallies: dict[str, Tally] = {reason: Tally() for reason in REASONS}  # warp-cycles per stall reason
         self.inst = 0
         self.thread_inst = 0
         self.fp32_flops = 0  # FP32 FLOP done (FFMA = 2 per active thread)
@@ -33,6 +43,11 @@ class SMCounters:
         self.sp_active_cycles = [0] * sub_partitions
         self.sp_last_change = [0] * sub_partitions
         self.blocks_done = 0
+
+    @property
+    def stall(self) -> dict[str, int]:
+        """Warp-cycles per stall reason (REASONS), `selected` the issue cycles."""
+        return {reason: tally.cycles for reason, tally in self.tallies.items()}
 
     @property
     def by_pipeline(self) -> dict[str, int]:
