@@ -131,3 +131,11 @@ def test_source_finder_resolves_compiled_modules_to_their_sources(tmp_path):
 def test_compiled_list_names_real_modules():
     for rel in native.COMPILED:
         assert (REPO / rel).is_file(), rel
+
+
+def test_the_issue_paths_full_mask_is_the_kernels():
+    """subpartition keeps its own copy of FULL_MASK (a C static when compiled): it must be the workload's."""
+    from gpusim.engine.subpartition import FULL_MASK as issue_full_mask
+    from gpusim.workload.kernel import FULL_MASK
+
+    assert issue_full_mask == FULL_MASK

@@ -28,7 +28,7 @@ NOT_SELECTED: Final = "not_selected"
 # forum thread, "Why there is a dispatch stall when issue almost every IADD3 instruction ... on 3080": IADD3s with
 # two sources in one of the two banks show dispatch stalls), and Nsight VSE filed bank conflicts under "Other".
 DISPATCH_STALL: Final = "dispatch_stall"
-FULL_MASK: Final = 0xFFFFFFFF  # every lane of a warp active
+FULL_MASK: Final = 0xFFFFFFFF  # every lane of a warp active: workload.kernel.FULL_MASK, as a C static here
 # compiled: a Final name is a C static, so a call needs no lookup in the module's globals
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop

@@ -417,9 +417,9 @@ class _BlockWalker(_WarpWalker):
     count or register name reads the warp's identity and every warp is full): addresses are evaluated for
     (warps, repeats, lanes) at once and each warp's instructions are handed out from a queue."""
 
-    def __init__(self, kernel: Kernel, block: int, offsets_pool: dict[bytes, bytes] | None = None):
+    def __init__(self, kernel: Kernel, block: int, offsets_pool: dict[bytes, bytes]):
         warps = kernel.launch.warps_per_block
-        self.offsets_pool = {} if offsets_pool is None else offsets_pool
+        self.offsets_pool = offsets_pool  # the kernel's streams' (see BlockStreams)
         super().__init__(kernel, block, 0)
         self.env = kernel.base_env(block, np.arange(warps, dtype=np.int64)[:, None, None])
         self.address_shape = (warps,)
@@ -432,9 +432,9 @@ class _BlockWalker(_WarpWalker):
 
     def instr_chunk(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> list:
         env = self.env
-        addrs = lanes = None
+        addrs = lane_rows = keys = None
         if node.addr is not None:
-            addrs, lanes = self.block_addresses(node, first, count)
+            addrs, lane_rows, keys = self.block_addresses(node, first, count)
         regs = self.registers(node, repeat) if node.templated else None
         spec = node.operands
         operands = spec.fixed if spec is not None else None
@@ -458,13 +458,14 @@ class _BlockWalker(_WarpWalker):
                         self.check(node, lane_addrs, m)
             rows.append((node.pc + 16 * k, m, dst, src, operands))
         env["rep"] = 0
-        return [(node.info, rows, None if addrs is None else addrs.reshape(-1, WARP_SIZE), lanes)]
+        return [(node.info, rows, lane_rows, keys)]
 
     def block_addresses(self, node: Instr, first: int, count: int):
-        """(addresses as (warps, count, 32), the address keys per warp and row: (lane 0's address, every lane's
-        offset from it as int64 bytes), one bytes object per pattern, shared through `offsets_pool`, so the memory
-        model's memos hash each pattern once). An address that reads no per-block name (shared-memory tiles, for one) is the same in
-        every block for the same loop indices: it is computed once per kernel and looked up after that."""
+        """(addresses as (warps, count, 32), the same as rows of 32 lanes (warp w's j-th at w * count + j), the
+        address keys per warp and row: (lane 0's address, every lane's offset from it as int64 bytes), one bytes
+        object per pattern, shared through `offsets_pool`, so the memory model's memos hash each pattern once).
+        An address that reads no per-block name (shared-memory tiles, for one) is the same in every block for the
+        same loop indices: it is computed once per kernel and looked up after that."""
         env, expr = self.env, node.addr
         key = None
         if not expr.uses_rand and not expr.names & PER_BLOCK:
@@ -473,8 +474,8 @@ class _BlockWalker(_WarpWalker):
                 key = (id(node), first, count, values)
                 hit = self.kernel.address_cache.get(key)
                 if hit is not None:
-                    addrs, lanes, self.check_all = hit
-                    return addrs, lanes
+                    addrs, lane_rows, keys, self.check_all = hit
+                    return addrs, lane_rows, keys
         env["rep"] = np.arange(first, first + count, dtype=np.int64)[:, None] if count > 1 else first
         addrs = self.addresses(node, count)
         env["rep"] = 0
@@ -484,21 +485,22 @@ class _BlockWalker(_WarpWalker):
         pool = self.offsets_pool
         if len(pool) > OFFSETS_POOL_LIMIT:
             pool.clear()
-        lanes = []
+        keys = []
         at = 0
         for warp_bases in bases.tolist():
-            keys = []
+            warp_keys = []
             for base in warp_bases:
                 pattern = data[at:at + size]
-                keys.append((base, pool.setdefault(pattern, pattern)))
+                warp_keys.append((base, pool.setdefault(pattern, pattern)))
                 at += size
-            lanes.append(keys)
+            keys.append(warp_keys)
+        lane_rows = addrs.reshape(-1, WARP_SIZE)
         if key is not None:
             cache = self.kernel.address_cache
             if len(cache) >= ADDRESS_CACHE_LIMIT:
                 cache.clear()
-            cache[key] = (addrs, lanes, self.check_all)
-        return addrs, lanes
+            cache[key] = (addrs, lane_rows, keys, self.check_all)
+        return addrs, lane_rows, keys
 
     def refill(self) -> bool:
         """Generate the next chunk for every warp of the block; False when the program has ended."""
@@ -510,8 +512,8 @@ class _BlockWalker(_WarpWalker):
             return False
         block = self.block
         if len(item) == 4:
-            info, rows, addrs, lanes = item
-            deal(self.queues, self.first_warp, block, info, rows, addrs, lanes)
+            info, rows, lane_rows, keys = item
+            deal(self.queues, self.first_warp, block, info, rows, lane_rows, keys)
         else:
             info, pc, mask = item
             inst = WarpInst(info, None, block, pc, mask, (), (), None)
