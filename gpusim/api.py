@@ -381,7 +381,8 @@ def sampling_plan(kernel, gpu, mix, sample: str) -> Plan:
 
 
 def sampling_unsettled(record: dict) -> str:
-    """Why a sampled record should not stand ('' when it may): no steady state, or blocks not alike."""
+    """Why a sampled record should not stand ('' when it may): no steady state, blocks not alike, or an L2 that
+    keeps between waves in the reduced runs what it cannot hold at full size."""
     steady = record.get("steady_state")
     if steady is not None and not steady["settled"]:
         unit = "loop trip" if "cycles_per_trip" in steady else "wave"
@@ -390,6 +391,11 @@ def sampling_unsettled(record: dict) -> str:
     off = record.get("projected_vs_exact_warp_instructions", 0.0)
     if off > INSTRUCTION_CHECK:
         return f"the blocks are not alike (projected warp-instructions {off:.1%} off the exact count)"
+    reuse = record.get("l2_reuse_between_waves")
+    if reuse:
+        return (f"the L2 keeps between waves in the reduced runs what it cannot at full size "
+                f"({reuse['bytes_between_reuses_full'] / 2**20:,.0f} MiB pass between a wave's use of a line and the "
+                f"next wave's, in a {reuse['l2_capacity_bytes'] / 2**20:,.0f} MiB L2)")
     return ""
 
 

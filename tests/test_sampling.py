@@ -12,7 +12,7 @@ from gpusim.api import run
 from gpusim.arch import load_arch
 from gpusim.stats.invariants import violations
 from gpusim.sampling.plan import AUTO_THRESHOLD, hot_loops, make_plan, with_trips
-from gpusim.sampling.project import additive, as_record, extrapolate, project_line
+from gpusim.sampling.project import additive, as_record, extrapolate, project_line, reuse_between_waves
 from gpusim.workload import kernel_mix, load_workload
 
 from .conftest import ROOT, run_cli
@@ -281,6 +281,49 @@ def test_a_plan_sampling_waves_and_trips_is_staggered_by_its_pilot_run():
     assert sampling["stagger_cycles"] == pilot["cycles"] > 0
     runs = sum(r["warp_instructions"] for r in sampling["simulated_runs"])
     assert sampling["simulated_warp_instructions"] == runs + pilot["warp_instructions"]
+    assert "l2_reuse_between_waves" not in sampling  # 2.3 MB between a wave's reuses, in a 50 MB L2
+
+
+def test_reuse_between_waves_flags_data_that_outlives_a_wave_only_in_the_reduced_runs():
+    """gemm_tile128 on h100 (50 MB L2): a tail reads 320 KiB a trip and a wave writes 24.75 MiB of C. At 4096^3
+    (128 trips, runs at 8) 68 MB pass between a wave's use of a line and the next wave's at full size, 29 MB in
+    the runs: flagged (the full run's DRAM traffic is twice the projection's). At 4096x4096x1024 (32 trips) 36 MB
+    pass, which fits: not flagged (the projection is within 2.4%)."""
+    per_trip, writes, l2 = 327_680, 25_952_256, 52_428_800
+    flagged = reuse_between_waves(per_trip, writes, l2, 128, 8)
+    assert flagged == {"bytes_between_reuses_full": 67_895_296, "bytes_between_reuses_reduced": 28_573_696,
+                       "l2_capacity_bytes": l2}
+    assert reuse_between_waves(per_trip, writes, l2, 32, 8) is None
+    assert reuse_between_waves(per_trip, 60_000_000, l2, 128, 8) is None  # the runs lose it too
+    assert reuse_between_waves(per_trip, writes, 0, 128, 8) is None  # no L2 modelled
+    from gpusim.api import sampling_unsettled  # what --sample auto weighs: a full run where it is quick
+
+    settled = {"steady_state": {"cycles_per_trip": [2200.0, 2210.0], "settled": True}}
+    assert sampling_unsettled(settled) == ""
+    assert sampling_unsettled(settled | {"l2_reuse_between_waves": flagged}) == (
+        "the L2 keeps between waves in the reduced runs what it cannot at full size (65 MiB pass between a wave's "
+        "use of a line and the next wave's, in a 50 MiB L2)")
+
+
+def test_a_run_whose_waves_outgrow_the_l2_only_at_full_size_says_so(tmp_path, monkeypatch):
+    """The kernel of the test above on an H100 with a 2 MB L2: 2.2 MiB pass between a wave's reuses at full size
+    (32 trips), 1.5 MiB in the runs at 8: the record says so and a warning names the DRAM traffic."""
+    import re
+
+    arch = tmp_path / "h100-2mb-l2.yaml"
+    arch.write_text(re.sub(r"size_bytes: 52428800\b", "size_bytes: 2097152", (ROOT / "arch/h100.yaml").read_text()))
+    result = run(GEMM, str(arch), params=dict(M=1024, N=512, K=1024), sms=4, sample="on")
+    caveat = result.sampling["l2_reuse_between_waves"]
+    assert caveat["bytes_between_reuses_reduced"] < caveat["l2_capacity_bytes"] == 2_097_152 \
+        < caveat["bytes_between_reuses_full"]
+    assert any("projected DRAM traffic" in w for w in result.warnings)
+    # --sample auto runs such a kernel in full where that is quick, as it does an unsettled one
+    import gpusim.sampling.plan as plan
+
+    monkeypatch.setattr(plan, "AUTO_THRESHOLD", 1000)
+    auto = run(GEMM, str(arch), params=dict(M=1024, N=512, K=1024), sms=4, sample="auto")
+    assert auto.sampling["method"] == "full" and "simulated in full" in auto.sampling["detail"]
+    assert auto.sampling["rejected_sample"]["l2_reuse_between_waves"] == caveat
 
 
 def test_auto_keeps_an_unsettled_projection_when_a_full_run_would_take_too_long(monkeypatch):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, with_trips
-from .project import additive, as_record, extrapolate, project_line
+from .project import additive, as_record, extrapolate, project_line, reuse_between_waves
 
 # Counts the mix gives exactly, and the additive quantities (see project.additive) that equal them
 EXACT_WARP_INSTS = ("smsp__inst_executed.sum", "gpu__inst_executed_per_cycle")
@@ -107,4 +107,35 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     })
     if cycles:
         record["projected_cycles"] = metrics.get("gpu_sim_cycle")
+    caveat = _reuse_caveat(plan, sums)
+    if caveat is not None:
+        record["l2_reuse_between_waves"] = caveat
+        full, reduced, l2 = (caveat[k] / 2**20 for k in ("bytes_between_reuses_full", "bytes_between_reuses_reduced",
+                                                           "l2_capacity_bytes"))
+        warnings.append(
+            f"sampling: between one wave's use of a line and the next wave's, the full run streams about {full:,.0f} "
+            f"MiB through the {l2:,.0f} MiB L2 and the reduced runs {reduced:,.0f} MiB: data the waves share stays in "
+            f"the L2 in the runs but not at full size, so the projected DRAM traffic and L2 hit rate may be far off "
+            f"(gemm_tile128 4096^3 on h100: DRAM half the full run's; --sample off simulates in full)")
     return metrics, record, warnings
+
+
+def _reuse_caveat(plan: Plan, sums: dict) -> dict | None:
+    """reuse_between_waves for a plan sampling waves with loop trips, from its tail runs (the tail alone: DRAM reads
+    a trip) and the difference a full wave makes to the bytes written (its C tiles), at the most trips."""
+    if plan.trips is None or plan.full_waves < 1:
+        return None
+    by_wave: dict[int, list[Point]] = {}
+    for p in sums:
+        if p.role == "projection" and p.trips is not None:
+            by_wave.setdefault(p.waves, []).append(p)
+    if len(by_wave) < 2:
+        return None
+    tail, wave = (sorted(by_wave[w], key=lambda p: p.trips) for w in sorted(by_wave)[:2])
+    (a, b), top = tail[-2:], wave[-1]
+    read, written = "dram__bytes_read.sum", "dram__bytes_write.sum"  # (written: bound for DRAM, see additive)
+    if read not in sums[b] or top.trips != b.trips or b.trips == a.trips:
+        return None
+    per_trip = (sums[b][read] - sums[a][read]) / (b.trips - a.trips)
+    wave_writes = (sums[top].get(written, 0) - sums[b].get(written, 0)) / max(1, top.waves - b.waves)
+    return reuse_between_waves(per_trip, wave_writes, sums[b].get("gpusim__l2_capacity_bytes", 0), plan.trips, b.trips)
