@@ -133,10 +133,10 @@ def reuse_between_waves(read_per_trip: float, wave_writes: float, capacity: floa
     `trips` trips' worth, in a reduced run `reduced_trips`: when only the reduced one fits in the L2's `capacity`,
     data the waves share (a GEMM's B) is re-read from DRAM by every wave at full size and found in the L2 in the
     reduced runs, and the C tiles of the last waves are written back at full size and left dirty in the runs, so
-    the projected DRAM traffic cannot be trusted (its sign depends on the kernel: +10% on a 2 MB L2 below).
-    Measured on gemm_tile128 on h100: 4096^3 streams about 68 MB between reuses at full size, 29 MB at 8 trips,
-    in a 50 MB L2, and the projected DRAM traffic is half the full run's; 4096x4096x1024 streams 36 MB, which
-    fits, and is within 2.4%."""
+    the projected DRAM traffic cannot be trusted. Measured on gemm_tile128 on h100: 4096^3 streams about 68 MB
+    between reuses at full size, 29 MB at 8 trips, in a 50 MB L2, and its projected DRAM traffic is half the full
+    run's; 4096x4096x1024 streams 36 MB, which fits, and is within 2.4%. The sign is the kernel's: 1024x512x1024
+    on 4 SMs of an H100 given a 2 MB L2 is flagged too, and projects DRAM reads 9.7% above the full run's."""
     full = read_per_trip * trips + wave_writes
     reduced = read_per_trip * reduced_trips + wave_writes
     if capacity <= 0 or not reduced < capacity < full:
