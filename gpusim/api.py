@@ -29,6 +29,7 @@ from .workload.overrides import LaunchOverrides, apply_launch_overrides, check_l
 from .workload.opcodes import refusal, unsupported_warning
 from .sampling.plan import MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, hot_loops, make_plan, with_trips
 from .sampling import parallel
+from .sampling.project import mib
 from .sampling.runner import INSTRUCTION_CHECK, pilot_point, point_kernel, project
 from .trace.mix import trace_mix
 from .workload.program import program_infos
@@ -394,8 +395,8 @@ def sampling_unsettled(record: dict) -> str:
     reuse = record.get("l2_reuse_between_waves")
     if reuse:
         return (f"the L2 keeps between waves in the reduced runs what it cannot at full size "
-                f"({reuse['bytes_between_reuses_full'] / 2**20:,.0f} MiB pass between a wave's use of a line and the "
-                f"next wave's, in a {reuse['l2_capacity_bytes'] / 2**20:,.0f} MiB L2)")
+                f"({mib(reuse['bytes_between_reuses_full'])} MiB pass between a wave's use of a line and the "
+                f"next wave's, in a {mib(reuse['l2_capacity_bytes'])} MiB L2)")
     return ""
 
 

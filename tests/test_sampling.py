@@ -12,7 +12,7 @@ from gpusim.api import run
 from gpusim.arch import load_arch
 from gpusim.stats.invariants import violations
 from gpusim.sampling.plan import AUTO_THRESHOLD, hot_loops, make_plan, with_trips
-from gpusim.sampling.project import additive, as_record, extrapolate, project_line, reuse_between_waves
+from gpusim.sampling.project import additive, as_record, extrapolate, mib, project_line, reuse_between_waves
 from gpusim.workload import kernel_mix, load_workload
 
 from .conftest import ROOT, run_cli
@@ -296,6 +296,7 @@ def test_reuse_between_waves_flags_data_that_outlives_a_wave_only_in_the_reduced
     assert reuse_between_waves(per_trip, writes, l2, 32, 8) is None
     assert reuse_between_waves(per_trip, 60_000_000, l2, 128, 8) is None  # the runs lose it too
     assert reuse_between_waves(per_trip, writes, 0, 128, 8) is None  # no L2 modelled
+    assert (mib(67_895_296), mib(1_569_792)) == ("65", "1.5")  # the messages' MiB: one decimal below 10
     from gpusim.api import sampling_unsettled  # what --sample auto weighs: a full run where it is quick
 
     settled = {"steady_state": {"cycles_per_trip": [2200.0, 2210.0], "settled": True}}

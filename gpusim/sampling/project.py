@@ -145,6 +145,12 @@ def reuse_between_waves(read_per_trip: float, wave_writes: float, capacity: floa
             "l2_capacity_bytes": round(capacity)}
 
 
+def mib(size: float) -> str:
+    """Bytes as MiB for a message: whole MiB from 10 up, one decimal below."""
+    value = size / 2**20
+    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+
+
 def project_line(points: list[tuple[float, dict]], x: float) -> dict:
     """Additive quantities at x from the last two points (x, sums) of one factor, extrapolated linearly;
     a count that would turn negative (a fixed part larger than the steady state implies) is held at 0."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, with_trips
-from .project import additive, as_record, extrapolate, project_line, reuse_between_waves
+from .project import additive, as_record, extrapolate, mib, project_line, reuse_between_waves
 
 # Counts the mix gives exactly, and the additive quantities (see project.additive) that equal them
 EXACT_WARP_INSTS = ("smsp__inst_executed.sum", "gpu__inst_executed_per_cycle")
@@ -110,11 +110,11 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     caveat = _reuse_caveat(plan, sums)
     if caveat is not None:
         record["l2_reuse_between_waves"] = caveat
-        full, reduced, l2 = (caveat[k] / 2**20 for k in ("bytes_between_reuses_full", "bytes_between_reuses_reduced",
-                                                           "l2_capacity_bytes"))
+        full, reduced, l2 = (mib(caveat[k]) for k in ("bytes_between_reuses_full", "bytes_between_reuses_reduced",
+                                                      "l2_capacity_bytes"))
         warnings.append(
-            f"sampling: between one wave's use of a line and the next wave's, the full run streams about {full:,.0f} "
-            f"MiB through the {l2:,.0f} MiB L2 and the reduced runs {reduced:,.0f} MiB: data the waves share stays in "
+            f"sampling: between one wave's use of a line and the next wave's, the full run streams about {full} "
+            f"MiB through the {l2} MiB L2 and the reduced runs {reduced} MiB: data the waves share stays in "
             f"the L2 in the runs but not at full size, so the projected DRAM traffic and L2 hit rate may be far off "
             f"(gemm_tile128 4096^3 on h100: DRAM half the full run's; --sample off simulates in full)")
     return metrics, record, warnings
