@@ -307,8 +307,8 @@ def test_reuse_between_waves_flags_data_that_outlives_a_wave_only_in_the_reduced
 
 
 def test_a_run_whose_waves_outgrow_the_l2_only_at_full_size_says_so(tmp_path, monkeypatch):
-    """The kernel of the test above on an H100 with a 2 MB L2: 2.2 MiB pass between a wave's reuses at full size
-    (32 trips), 1.5 MiB in the runs at 8: the record says so and a warning names the DRAM traffic."""
+    """gemm_tile128 1024x512x1024 on 4 SMs of an H100 given a 2 MB L2: 2.2 MiB pass between a wave's reuses at
+    full size (32 trips), 1.5 MiB in the runs at 8: the record says so and a warning names the DRAM traffic."""
     import re
 
     arch = tmp_path / "h100-2mb-l2.yaml"
