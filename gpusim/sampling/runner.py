@@ -107,7 +107,7 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     })
     if cycles:
         record["projected_cycles"] = metrics.get("gpu_sim_cycle")
-    caveat = _reuse_caveat(plan, sums)
+    caveat = _reuse_caveat(plan, sums, by_wave)
     if caveat is not None:
         record["l2_reuse_between_waves"] = caveat
         full, reduced, l2 = (mib(caveat[k]) for k in ("bytes_between_reuses_full", "bytes_between_reuses_reduced",
@@ -120,18 +120,13 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     return metrics, record, warnings
 
 
-def _reuse_caveat(plan: Plan, sums: dict) -> dict | None:
+def _reuse_caveat(plan: Plan, sums: dict, by_wave: dict[int, list[Point]]) -> dict | None:
     """reuse_between_waves for a plan sampling waves with loop trips, from its tail runs (the tail alone: DRAM reads
-    a trip) and the difference a full wave makes to the bytes written (its C tiles), at the most trips."""
-    if plan.trips is None or plan.full_waves < 1:
+    a trip) and the difference a full wave makes to the bytes written (its C tiles), at the most trips. `by_wave`:
+    the projection points by full waves before the tail, each list in trip order (as project sorts them)."""
+    if plan.trips is None or plan.full_waves < 1 or len(by_wave) < 2:
         return None
-    by_wave: dict[int, list[Point]] = {}
-    for p in sums:
-        if p.role == "projection" and p.trips is not None:
-            by_wave.setdefault(p.waves, []).append(p)
-    if len(by_wave) < 2:
-        return None
-    tail, wave = (sorted(by_wave[w], key=lambda p: p.trips) for w in sorted(by_wave)[:2])
+    tail, wave = (by_wave[w] for w in sorted(by_wave)[:2])
     (a, b), top = tail[-2:], wave[-1]
     read, written = "dram__bytes_read.sum", "dram__bytes_write.sum"  # (written: bound for DRAM, see additive)
     if read not in sums[b] or top.trips != b.trips or b.trips == a.trips:

@@ -45,11 +45,6 @@ class SMCounters:
         self.blocks_done = 0
 
     @property
-    def stall(self) -> dict[str, int]:
-        """Warp-cycles per stall reason (REASONS), `selected` the issue cycles."""
-        return {reason: tally.cycles for reason, tally in self.tallies.items()}
-
-    @property
     def by_pipeline(self) -> dict[str, int]:
         """Warp-instructions issued per pipeline class."""
         return dict(zip(PIPELINE_CLASSES, self.pipeline_insts))
