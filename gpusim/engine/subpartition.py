@@ -228,7 +228,8 @@ class SubPartition:
         if timing.tensor_flops:
             counters.tensor_flops += timing.tensor_flops
             counters.tensor_pipe_flops += timing.tensor_pipe_flops
-        counters.pipeline_insts[timing.pipeline_index] += 1
+        pipeline_insts = counters.pipeline_insts  # (an item += would add boxed ints generically, compiled)
+        pipeline_insts[timing.pipeline_index] = pipeline_insts[timing.pipeline_index] + 1
         lrr = self.lrr
         if lrr is not None:  # LooseRoundRobin.issued, natively
             lrr.last = warp.slot

@@ -12,8 +12,9 @@ from ..arch import ArchSpec
 from ..arch.tensor import is_sparse, mma_precision, precision_scale
 from ..analytic.register_banks import RegisterBanks
 from ..workload.opcodes import (ASYNC_MMA, BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, LDST_GLOBAL, LDST_LOCAL,
-                                LDST_SHARED, MISC, PIPELINE_CLASSES, SFU, TCGEN05_MMA, TENSOR, WARPGROUP_MMA, OpInfo,
+                                LDST_SHARED, MISC, PIPELINE_CLASSES, SFU, TCGEN05_MMA, TENSOR, WARPGROUP_MMA,
                                 async_kind, commits_group, refusal, tmem_columns)
+from ..workload.opinfo import OpInfo
 
 # Scoreboards (what a dependent instruction waits on) and the stall reason each produces.
 WAIT: Final = "wait"

@@ -46,19 +46,22 @@ class SectoredCache:
         dirty-sector mask of the line it evicted (then `evicted_line` names it), or 0."""
         lines = self._sets[line % self.sets]
         key: Any = line  # compiled: boxed once (see probe)
-        state = lines.get(key)
+        found = lines.get(key)
         evicted = 0
-        if state is None:
+        state: int = 0
+        if found is None:
             if len(lines) >= self.ways:
-                old_line = next(iter(lines))
-                evicted = lines.pop(old_line) >> self.dirty_shift
-                if evicted:
-                    self.evicted_line = old_line
-            state = 0
+                for old_line in lines:  # the least recently used: the first (compiled: iterated natively)
+                    evicted = lines[old_line] >> self.dirty_shift
+                    del lines[old_line]
+                    if evicted:
+                        self.evicted_line = old_line
+                    break
         else:
+            state = found
             del lines[key]  # most recently used: to the end (the store below puts it there)
-        state |= mask
+        state = state | mask
         if dirty:
-            state |= mask << self.dirty_shift
+            state = state | mask << self.dirty_shift
         lines[key] = state
         return evicted

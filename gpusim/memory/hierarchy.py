@@ -179,7 +179,7 @@ class MemoryHierarchy:
         """Queue `nbytes` on the SM's port to L2; return the cycle the request leaves (the queueing it met).
         `counted` False: more SMs' ports for one request to L2 (a multicast copy), its bytes counted once."""
         free = self.port_free[sm]
-        start = free if free > now else now
+        start = free if free > now else float(now)  # (one type: compiled, a float stays unboxed)
         self.port_free[sm] = start + nbytes / self.port_rate
         if counted:
             self.port_bytes += nbytes
@@ -276,8 +276,9 @@ class MemoryHierarchy:
                 if lvl > level:
                     level = lvl
         if missing or not merged:  # a load served only by misses already in flight made no trip of its own
-            self.latency_sum[level] += ready - now
-            self.latency_count[level] += 1
+            sums, counts = self.latency_sum, self.latency_count  # (item +=: boxed and generic, compiled)
+            sums[level] = sums[level] + ready - now
+            counts[level] = counts[level] + 1
         return ready, busy
 
     def _reserve_mshrs(self, sm: int, needed: int, now: int) -> int:
@@ -398,7 +399,7 @@ class MemoryHierarchy:
         serialized = float(atomic * self.atomic_cycles)
         if serialized > service:
             service = serialized
-        done = (free if free > now else now) + service
+        done = (free if free > now else float(now)) + service
         self.slice_free[index] = done
         self.l2_sectors += count
         pending = self.l2_pending[index]
@@ -462,7 +463,7 @@ class MemoryHierarchy:
         channel = _hash(line) % len(self.channel_free)
         nbytes = self.sector_count[dirty_mask] * self.sector
         free = self.channel_free[channel]
-        self.channel_free[channel] = (free if free > now else now) + nbytes / self.channel_write_rate
+        self.channel_free[channel] = (free if free > now else float(now)) + nbytes / self.channel_write_rate
         self.dram_write += nbytes
 
     def dirty_bytes(self) -> int:

@@ -9,7 +9,7 @@ from collections import deque
 from typing import Any, Callable, cast
 
 from ..analytic.coalesce import active_lanes
-from .opcodes import OpInfo
+from .opinfo import OpInfo
 
 
 def lane_offsets(addrs: Any) -> tuple[int, bytes]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-import attrs
+from .opinfo import OpInfo
 
 # Pipeline classes
 FP32, INT32, FP64, SFU, TENSOR = "fp32", "int32", "fp64", "sfu", "tensor"
@@ -130,22 +130,6 @@ _NO_LANE_ADDRESSES = {"SHFL", "LDGDEPBAR", "CCTL", "CCTLL", "UTMALDG", "UTMASTG"
 _ATOMICS = {"ATOMG", "ATOM", "RED", "ATOMS"}
 _WIDTHS = {"128": 16, "64": 8, "U8": 1, "S8": 1, "U16": 2, "S16": 2, "32": 4}
 _MMA_SHAPE = re.compile(r"^(\d{2})(\d)(\d+)$")  # 16816 -> m16 n8 k16 ; 884 -> m8 n8 k4
-
-
-@attrs.frozen
-class OpInfo:
-    opcode: str  # the full name, modifiers included
-    base: str
-    pipeline: str  # one of PIPELINE_CLASSES
-    space: str | None  # global / shared / local / const for memory instructions
-    width: int  # bytes per lane for memory instructions, 0 otherwise
-    is_store: bool
-    is_atomic: bool
-    mma_flops: int  # FLOP per warp-instruction for MMA opcodes with a shape, 0 otherwise
-
-    @property
-    def is_memory(self) -> bool:
-        return self.space is not None
 
 
 _WARPGROUP_SHAPE = re.compile(r"^(\d+)X(\d+)X(\d+)$")  # HGMMA.64X128X16: one warpgroup (4 warps) shares it
