@@ -5,7 +5,6 @@ Compiled with the engine (see gpusim/native.py), so its fields are typed: the en
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any, Callable, cast
 
 from ..analytic.coalesce import active_lanes
@@ -120,12 +119,48 @@ class WarpInst:
         return f"WarpInst(warp={self.warp}, pc={self.pc:#06x}, op={self.op}, mask={self.mask:#010x})"
 
 
+class InstQueue:
+    """A warp's instructions waiting to be issued, first in first out: a list read from a moving head (compiled,
+    every operation is native, where a deque's are Python method calls). The items already read are dropped
+    once they are more than half the list, so it stays at most twice what waits."""
+
+    def __init__(self) -> None:
+        self.items: list[WarpInst] = []
+        self.head = 0
+
+    def __len__(self) -> int:
+        return len(self.items) - self.head
+
+    def append(self, inst: WarpInst) -> None:
+        self.items.append(inst)
+
+    def extend(self, insts: list[WarpInst]) -> None:
+        self.items.extend(insts)
+
+    def pop(self) -> WarpInst | None:
+        """The first instruction waiting (None: none is)."""
+        items = self.items
+        head = self.head
+        if head >= len(items):
+            return None
+        inst = items[head]
+        head += 1
+        if head == len(items):
+            items.clear()
+            head = 0
+        elif head >= 64 and 2 * head >= len(items):
+            del items[:head]
+            head = 0
+        self.head = head
+        return inst
+
+
 class QueueStream:
     """A warp's instruction stream fed from a queue that `refill` tops up (False when the program has ended):
     how a block walker hands each warp its share. An iterator class rather than a generator, so the engine's
     `next()` on it is one native call."""
 
-    def __init__(self, queue: deque[WarpInst], refill: Callable[[], bool]):
+    def __init__(self, queue: InstQueue, refill: Callable[[], bool]):
         self.queue = queue
         self.refill = refill
 
@@ -141,10 +176,12 @@ class QueueStream:
     def next_or_none(self) -> WarpInst | None:
         """The next instruction, None when the stream has ended (the engine's `next(stream, None)`, natively)."""
         queue = self.queue
-        while not queue:
+        inst = queue.pop()
+        while inst is None:
             if not self.refill():
                 return None
-        return queue.popleft()
+            inst = queue.pop()
+        return inst
 
 
 def next_inst(stream: Any) -> WarpInst | None:
@@ -155,7 +192,7 @@ def next_inst(stream: Any) -> WarpInst | None:
     return next(stream, None)
 
 
-def deal(queues: list[deque[WarpInst]], first_warp: int, block: int, info: OpInfo,
+def deal(queues: list[InstQueue], first_warp: int, block: int, info: OpInfo,
          rows: list[tuple[int, int, tuple[str, ...], tuple[str, ...], AsyncOperands | None]], addrs: Any,
          keys: list[list[tuple[int, bytes]]] | None) -> None:
     """Append one chunk of a block walker's instructions, rows of (pc, mask, dst, src, operands), to each warp's

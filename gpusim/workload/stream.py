@@ -12,14 +12,13 @@ ends with an implicit EXIT for the lanes still alive.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import deque
 from typing import Iterator
 
 import numpy as np
 
 from ..errors import shorten
 from .expr import Expr, ExprError
-from .inst import QueueStream, WarpInst, deal
+from .inst import InstQueue, QueueStream, WarpInst, deal
 from .kernel import FULL_MASK, PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
 from .opcodes import BULK, OpInfo
 from .program import (BRA_INFO, BSSY_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, Reconverge, operand_values,
@@ -424,7 +423,7 @@ class _BlockWalker(_WarpWalker):
         self.env = kernel.base_env(block, np.arange(warps, dtype=np.int64)[:, None, None])
         self.address_shape = (warps,)
         self.first_warp = block * warps
-        self.queues = [deque() for _ in range(warps)]
+        self.queues = [InstQueue() for _ in range(warps)]
         self.items = self.run()
 
     def simple(self, info: OpInfo, pc: int, mask: int):
