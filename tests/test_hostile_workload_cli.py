@@ -318,8 +318,8 @@ def test_the_json_record_never_holds_nan_or_infinity():
 def test_ctrl_c_during_a_run_is_one_line_and_exit_130():
     """Ctrl-C while the simulation runs: the metrics so far under one line that says so (issue 13), exit 130."""
     proc = subprocess.Popen([sys.executable, "-m", "gpusim", "run", "workloads/microbench/fma_peak.yaml", "--arch",
-                             "h100", "--set", "iters=500", "--sms", "2"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                             "h100", "--set", "iters=4000", "--sms", "2", "--sample", "off"],  # 30 s or more in full
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()  # the first progress line (stderr is a pipe: plain lines, 5 s apart)
         if line.startswith("note: "):  # a run of more than a minute at the engine's rate says so before it starts

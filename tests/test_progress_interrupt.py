@@ -18,9 +18,11 @@ from gpusim.report.progress import Progress, duration
 
 ROOT = Path(__file__).resolve().parents[1]
 VECADD = ROOT / "workloads" / "vecadd.yaml"
-# 4.2 M warp-instructions on 2 SMs (under the size that --sample auto samples): tens of seconds in full, so a
-# Ctrl-C after the first progress line (5 s in) lands during the simulation
-LONG = ["run", "workloads/microbench/fma_peak.yaml", "--arch", "h100", "--set", "iters=500", "--sms", "2"]
+# 33.8 M warp-instructions on 2 SMs, in full: 30 s or more at a million warp-instructions a second, so a Ctrl-C
+# after the first progress line (5 s in) lands during the simulation (4.2 M, iters=500, took under 6 s by
+# 2026-12-02 and sometimes ended before the line)
+LONG = ["run", "workloads/microbench/fma_peak.yaml", "--arch", "h100", "--set", "iters=4000", "--sms", "2",
+        "--sample", "off"]
 
 
 def _small(**options):
@@ -183,7 +185,7 @@ def test_ctrl_c_prints_the_metrics_so_far_writes_a_partial_record_and_exits_130(
     proc = _start(*LONG, "--json", str(out))
     try:
         before = _wait_for(proc, "gpusim: ")  # the plain progress line (stderr is a pipe): the simulation runs
-        assert " of 4,227,168 warp-instructions (" in before[-1] and " of 132 blocks, cycle " in before[-1]
+        assert " of 33,795,168 warp-instructions (" in before[-1] and " of 132 blocks, cycle " in before[-1]
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
