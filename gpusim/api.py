@@ -30,6 +30,7 @@ from .workload.opcodes import refusal, unsupported_warning
 from .sampling.plan import MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, hot_loops, make_plan, with_trips
 from .sampling import parallel
 from .sampling.project import mib
+from .sampling.reuse import pilot_estimate, shadow_capacity
 from .sampling.runner import INSTRUCTION_CHECK, pilot_point, point_kernel, project
 from .trace.mix import trace_mix
 from .workload.program import program_infos
@@ -253,7 +254,8 @@ def _with_overrides(overrides: LaunchOverrides, fn, *args, **kwargs):
 
 
 def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, max_instructions,
-                on_count, sample="off", block_limit=None, progress=None, interrupt=None, stagger=0) -> RunResult:
+                on_count, sample="off", block_limit=None, progress=None, interrupt=None, stagger=0,
+                shadow_l2=0) -> RunResult:
     started = time.perf_counter()
     traced = isinstance(kernel, TraceKernel)
     warnings = [] if traced else list(kernel.warnings)  # a YAML kernel's own (e.g. a launch dimension floored)
@@ -278,6 +280,8 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
     env = simpy.Environment()
     gpu = build_gpu(spec, env, kernel, scheduler=scheduler, sms=sms, memory=memory, observer=observer,
                     stream_factory=stream_factory, block_limit=block_limit, stagger=stagger)
+    if shadow_l2 and hasattr(gpu.memory, "use_shadow_l2"):  # a sampled run's (see sampling.reuse)
+        gpu.memory.use_shadow_l2(shadow_l2)
     mix = None
     if not traced and block_limit is None:
         mix = check_size(kernel, max_instructions if sample == "off" else None)
@@ -393,7 +397,7 @@ def sampling_unsettled(record: dict) -> str:
     if off > INSTRUCTION_CHECK:
         return f"the blocks are not alike (projected warp-instructions {off:.1%} off the exact count)"
     reuse = record.get("l2_reuse_between_waves")
-    if reuse:
+    if reuse and not reuse.get("corrected"):
         return (f"the L2 keeps between waves in the reduced runs what it cannot at full size "
                 f"({mib(reuse['bytes_between_reuses_full'])} MiB pass between a wave's use of a line and the "
                 f"next wave's, in a {mib(reuse['l2_capacity_bytes'])} MiB L2)")
@@ -426,10 +430,12 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
 
     stagger = 0  # cycles the runs' first blocks start spread over (a staggered plan: the pilot's cycles)
 
+    l2 = None  # where the pilot finds the waves sharing data the full run's L2 cannot keep: a shadow L2 (reuse.py)
+
     def reduced(point: Point, report=None, stop=None, watch=None, spread: int = 0) -> RunResult:
         return _run_kernel(point_kernel(kernel, plan, point), spec, max_instructions=None, on_count=None,
                            sample="off", block_limit=point.blocks, progress=report, interrupt=stop,
-                           observer=watch, stagger=spread, **options)
+                           observer=watch, stagger=spread, shadow_l2=l2["shadow"] if l2 else 0, **options)
 
     def one(index: int, report=None, stop=None) -> RunResult:
         return reduced(points[index], report, stop, observer if index == observed else None, stagger)
@@ -457,6 +463,7 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
             if pilot_run.partial:
                 raise parallel.RunsInterrupted
             stagger = int(pilot_run.metrics["gpu_sim_cycle"])
+            l2 = _shadow_for_runs(plan, pilot, pilot_run.metrics, points)
             base[:] = pilot.blocks, pilot_run.metrics["smsp__inst_executed.sum"]
         jobs = 1 if observer is not None else parallel.default_jobs(len(points))
         results = parallel.map_runs(worker, len(points), jobs, order, waiting)
@@ -487,7 +494,7 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                         "cycles": results[observed].metrics.get("gpu_sim_cycle")}
     metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
                                     mix.total_warp_insts if exact else None,
-                                    mix.total_thread_insts if exact else None)
+                                    mix.total_thread_insts if exact else None, l2)
     metrics.update(speed_of_light(metrics, spec))  # percentages of peak from the projected counts, not extrapolated
     if observer is not None:
         record["observed_run"] = observed_run  # what the observer (plots, timeline, per-instruction) saw
@@ -503,6 +510,19 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
             warnings.append(w)
     return attrs.evolve(last, params=dict(kernel.params), launch=_launch_record(kernel), metrics=metrics,
                         warnings=warnings, wall_seconds=time.perf_counter() - started, sampling=record)
+
+
+def _shadow_for_runs(plan: Plan, pilot: Point, metrics: dict, points) -> dict | None:
+    """The shadow L2 the plan's runs keep where the pilot's numbers say the waves' shared data outlives a wave in
+    the runs' L2 but not in the full run's (None: no shadow); see sampling.reuse."""
+    capacity = metrics.get("gpusim__l2_capacity_bytes", 0)
+    if plan.trips is None or plan.full_waves < 1 or not capacity:
+        return None
+    read, writes = pilot_estimate(metrics, pilot.trips or plan.trips, pilot.blocks, plan.wave_blocks)
+    size = shadow_capacity(read, writes, capacity, plan.trips, [p.trips for p in points if p.trips is not None])
+    if not size:
+        return None
+    return {"capacity": capacity, "read_per_trip": read, "wave_writes": writes, "shadow": size}
 
 
 def _run_command_list(path: Path, spec, overrides: LaunchOverrides = LaunchOverrides(), **options) -> RunResult:

@@ -197,3 +197,29 @@ def test_local_memory_is_interleaved_by_lane(tmp_path):
     assert m["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"] == 16
     assert m["gpusim__sectors_per_request_global_ld"] == 4.0
     assert m["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"] == 64
+
+
+@pytest.mark.parametrize("workload, arch, params, sms", [
+    ("workloads/vecadd.yaml", "t4", {}, 4),  # writes back
+    ("workloads/microbench/stream.yaml", "h100", {}, 8),  # writes back, and ends dirty
+    ("workloads/gemm_tile128.yaml", "h100", {"M": 512, "N": 512, "K": 512}, 8),  # reads, many merges in flight
+])
+def test_a_shadow_l2_of_the_l2s_own_size_counts_exactly_its_dram_traffic(workload, arch, params, sms):
+    """The shadow L2 a sampled run keeps (gpusim.sampling.reuse) sees every L2 access and updates its tags as the
+    L2 does: given the L2's own size, it counts exactly the L2's DRAM reads, write-backs and dirty bytes at the end."""
+    from gpusim import api
+    from gpusim.arch import load_arch
+
+    spec = load_arch(arch)
+    kernel = api.load_kernel(ROOT / workload, params)
+    m = api._run_kernel(kernel, spec, scheduler="lrr", simt="stack", sms=sms, seed=0, memory="hierarchy",
+                        observer=None, max_instructions=None, on_count=None,
+                        shadow_l2=spec.memory.l2.size_bytes).metrics
+    assert m["gpusim__shadow_l2_capacity_bytes"] == m["gpusim__l2_capacity_bytes"]
+    assert m["gpusim__shadow_dram_bytes_read"] == m["dram__bytes_read.sum"] > 0
+    assert m["gpusim__shadow_dram_bytes_write"] == m["dram__bytes_write.sum"]
+    assert m["gpusim__shadow_l2_dirty_bytes_at_end"] == m["gpusim__l2_dirty_bytes_at_end"]
+    plain = api._run_kernel(kernel, spec, scheduler="lrr", simt="stack", sms=sms, seed=0, memory="hierarchy",
+                            observer=None, max_instructions=None, on_count=None).metrics
+    assert {k: v for k, v in m.items() if "shadow" not in k} == plain  # it changes nothing else
+    assert not any("shadow" in k for k in plain)

@@ -108,7 +108,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="h100,a100")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--rows", default="", help="labels' first words to keep (comma-separated); all by default")
+    parser.add_argument("--rows", default="", help="the rows to run, by the start of their labels (comma-separated: "
+                        "'gemm_tile128 4096^3' is the default-size GEMM alone); all by default")
     parser.add_argument("--out", default=None)
     parser.add_argument("--merge", action="store_true",
                         help="replace the rows run (by label and arch) in --out's existing rows, keep the others")
@@ -118,7 +119,7 @@ def main() -> int:
         trace = str(replicated_trace(Path(tmp))) if TRACE.exists() else None
         tasks = []
         for label, workload, params, *only in ROWS:
-            if keep and label.split()[0] not in keep:
+            if keep and not any(label.startswith(k) for k in keep):
                 continue
             if workload == "TRACE":
                 if trace is None:

@@ -77,6 +77,7 @@ class MemoryHierarchy:
         slices = max(1, round(mem.l2.slices * share))
         channels = max(1, round(mem.dram.channels * share))
         slice_bytes = mem.l2.size_bytes // slices
+        self.l2_spec: Any = mem.l2
         self.l2 = [SectoredCache(slice_bytes, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.associativity)
                    for _ in range(slices)]
         # per slice: line -> (cycle its DRAM data is back, mask of the sectors in flight from DRAM)
@@ -116,6 +117,10 @@ class MemoryHierarchy:
         self.l2_hits = 0
         self.dram_read = 0
         self.dram_write = 0
+        # a sampled run's shadow L2 (use_shadow_l2): its tags alone, smaller, and the DRAM traffic it would make
+        self.shadow: list[SectoredCache] | None = None
+        self.shadow_read = 0
+        self.shadow_write = 0
         self.smem_wavefronts = 0
         self.smem_conflicts_ld = 0
         self.smem_conflicts_st = 0
@@ -387,6 +392,33 @@ class MemoryHierarchy:
         return done
 
     # --- L2 and DRAM ---------------------------------------------------------------------------------------
+    def use_shadow_l2(self, size_bytes: int) -> None:
+        """Keep beside the L2 a shadow of it of `size_bytes` (the same slices, lines and ways): it sees every L2
+        access and counts the DRAM reads, write-backs and dirty bytes an L2 of that size would make, with no effect
+        on timing (gpusim.sampling.reuse: a sampled run's DRAM traffic between waves)."""
+        l2, slices = self.l2_spec, len(self.l2)
+        self.shadow = [SectoredCache(size_bytes // slices, l2.line_bytes, l2.sector_bytes, l2.associativity)
+                       for _ in range(slices)]
+
+    def _shadow_access(self, cache: SectoredCache, line: int, mask: int, inflight: int, write: bool,
+                       atomic: int) -> None:
+        """The shadow L2's share of an L2 access (see use_shadow_l2), as _l2_access updates the L2 (sectors the L2
+        has in flight from DRAM, `inflight`, are read once, by the access that missed): a shadow of the L2's own
+        size counts exactly the L2's DRAM traffic."""
+        if write and not atomic:
+            evicted = cache.fill(line, mask, dirty=True)
+        else:
+            missing = mask & ~inflight & ~cache.probe(line, mask & ~inflight)
+            if missing:
+                self.shadow_read += self.sector_count[missing] * self.sector
+                evicted = cache.fill(line, missing, dirty=write)
+                if write:
+                    cache.fill(line, mask, dirty=True)
+            else:
+                evicted = cache.fill(line, mask, dirty=True) if write else 0
+        if evicted:
+            self.shadow_write += self.sector_count[evicted] * self.sector
+
     def _l2_access(self, line: int, mask: int, now: int, write: bool, atomic: int = 0) -> tuple[int, int]:
         """Serve the masked sectors of one line at its L2 slice; return (cycle the data is back, level).
         `atomic`: the updates to the line's hottest address (they serialize at the slice), 0 for no atomic."""
@@ -434,6 +466,9 @@ class MemoryHierarchy:
             evicted = cache.fill(line, mask, dirty=True) if write else 0
         if evicted:
             self._writeback(cache.evicted_line, evicted, now)
+        shadow = self.shadow
+        if shadow is not None:
+            self._shadow_access(shadow[index], line, mask, inflight, write, atomic)
         wait = int(queueing)  # queueing >= 0: rounded up to whole cycles
         if wait < queueing:
             wait += 1
@@ -466,11 +501,11 @@ class MemoryHierarchy:
         self.channel_free[channel] = (free if free > now else float(now)) + nbytes / self.channel_write_rate
         self.dram_write += nbytes
 
-    def dirty_bytes(self) -> int:
-        """Bytes of dirty L2 sectors not yet written to DRAM."""
+    def dirty_bytes(self, caches: list[SectoredCache] | None = None) -> int:
+        """Bytes of dirty L2 sectors not yet written to DRAM (in `caches`, the shadow L2's: in the L2's)."""
         total = 0
         count = self.sector_count
-        for cache in self.l2:
+        for cache in self.l2 if caches is None else caches:
             shift = cache.dirty_shift
             for lines in cache.lines():
                 for state in lines.values():
@@ -541,6 +576,16 @@ class MemoryHierarchy:
         return ready, crossed - now
 
     # --- metrics -------------------------------------------------------------------------------------------
+    def _shadow_metrics(self) -> dict:
+        """The shadow L2's counts (none without one): what gpusim.sampling.reuse takes for the DRAM traffic."""
+        shadow = self.shadow
+        if shadow is None:
+            return {}
+        return {"gpusim__shadow_l2_capacity_bytes": sum(cache.capacity_bytes for cache in shadow),
+                "gpusim__shadow_dram_bytes_read": self.shadow_read,
+                "gpusim__shadow_dram_bytes_write": self.shadow_write,
+                "gpusim__shadow_l2_dirty_bytes_at_end": self.dirty_bytes(shadow)}
+
     def metrics(self, cycles: int) -> dict:
         # write-backs queued near the end can finish after the last warp: measure bandwidth over DRAM's busy window
         window = max([cycles] + self.channel_free)
@@ -579,6 +624,7 @@ class MemoryHierarchy:
             "dram__bytes.sum.per_second": dram / seconds if seconds else 0.0,
             "gpusim__l2_dirty_bytes_at_end": self.dirty_bytes(),
             "gpusim__l2_capacity_bytes": sum(cache.capacity_bytes for cache in self.l2),
+            **self._shadow_metrics(),
             "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": self.smem_wavefronts,
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum": conflicts,
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": self.smem_conflicts_ld,

@@ -113,8 +113,12 @@ def ratios(sums: dict) -> dict:
     if DIRTY_LARGEST in sums:  # the DRAM bytes were made bytes bound for DRAM (see additive)
         dirty = sums.get(DIRTY_AT_END, 0)
         capacity = sums.get("gpusim__l2_capacity_bytes", 0)
-        if capacity and dirty > capacity:  # more than the L2 holds: a full L2 at the end, as the largest run left it
-            dirty = min(sums.get(DIRTY_LARGEST, dirty), capacity)
+        # more than the L2 holds: a full L2 at the end, as the largest run left it; the same where the extrapolation
+        # fell to nothing or below (the runs' dirty bytes fell with the trips or waves: the L2 filled and wrote them
+        # back, as the default-size GEMM's shadow L2 does)
+        largest = sums.get(DIRTY_LARGEST, 0.0)
+        if dirty <= 0 < largest or capacity and dirty > capacity:
+            dirty = min(largest, capacity) if capacity else largest
         out[DIRTY_AT_END] = dirty
         duration = sums.get("gpu__time_duration.sum", 0)
         for key in BOUND_FOR_DRAM:
@@ -122,27 +126,6 @@ def ratios(sums: dict) -> dict:
                 written = max(0.0, sums[key] - dirty)
                 out[key] = written / duration if key in RATIO_OVER and duration else written
     return out
-
-
-def reuse_between_waves(read_per_trip: float, wave_writes: float, capacity: float, trips: int,
-                        reduced_trips: int) -> dict | None:
-    """Whether a wave's data outlives the wave in the L2 of the reduced runs but not in the full run's (None:
-    the same in both). Between a wave touching a line at trip k and the next wave touching it again at trip k,
-    the L2 sees the wave's other lines: about `read_per_trip` new bytes a trip (the tail alone's DRAM reads a trip,
-    every line it touches read once) and the `wave_writes` it writes (its C tiles). At full size that is
-    `trips` trips' worth, in a reduced run `reduced_trips`: when only the reduced one fits in the L2's `capacity`,
-    data the waves share (a GEMM's B) is re-read from DRAM by every wave at full size and found in the L2 in the
-    reduced runs, and the C tiles of the last waves are written back at full size and left dirty in the runs, so
-    the projected DRAM traffic cannot be trusted. Measured on gemm_tile128 on h100: 4096^3 streams about 68 MB
-    between reuses at full size, 29 MB at 8 trips, in a 50 MB L2, and its projected DRAM traffic is half the full
-    run's; 4096x4096x1024 streams 36 MB, which fits, and is within 2.4%. The sign is the kernel's: 1024x512x1024
-    on 4 SMs of an H100 given a 2 MB L2 is flagged too, and projects DRAM reads 9.7% above the full run's."""
-    full = read_per_trip * trips + wave_writes
-    reduced = read_per_trip * reduced_trips + wave_writes
-    if capacity <= 0 or not reduced < capacity < full:
-        return None
-    return {"bytes_between_reuses_full": round(full), "bytes_between_reuses_reduced": round(reduced),
-            "l2_capacity_bytes": round(capacity)}
 
 
 def mib(size: float) -> str:

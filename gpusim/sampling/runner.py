@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, with_trips
-from .project import additive, as_record, extrapolate, mib, project_line, reuse_between_waves
+from .project import additive, as_record, extrapolate, mib, project_line
+from .reuse import reuse_between_waves, with_shadow_traffic
 
 # Counts the mix gives exactly, and the additive quantities (see project.additive) that equal them
 EXACT_WARP_INSTS = ("smsp__inst_executed.sum", "gpu__inst_executed_per_cycle")
@@ -32,10 +33,15 @@ def point_kernel(kernel, plan: Plan, point: Point):
 
 
 def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int | None,
-            exact_thread_insts: int | None) -> tuple[dict, dict, list[str]]:
-    """(the kernel's metrics, the record's "sampling" object, warnings) from the points' metrics."""
+            exact_thread_insts: int | None, l2: dict | None = None) -> tuple[dict, dict, list[str]]:
+    """(the kernel's metrics, the record's "sampling" object, warnings) from the points' metrics. `l2`: where the
+    runs kept a shadow L2 (see reuse.py), the L2's capacity ("capacity"), the pilot's estimate ("read_per_trip",
+    "wave_writes") and the shadow's size ("shadow"): the projected DRAM traffic is then the shadow's."""
     warnings: list[str] = []
-    sums = {p: additive(m) for p, m in results}
+    own = {p: additive(m) for p, m in results}  # the runs' own DRAM traffic: what the reuse check reads
+    if l2:
+        results = [(p, with_shadow_traffic(m)) for p, m in results]
+    sums = {p: additive(m) for p, m in results} if l2 else own
     projection = [p for p, _ in results if p.role == "projection"]
     by_wave: dict[int, list[Point]] = {}
     for p in projection:
@@ -107,23 +113,36 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     })
     if cycles:
         record["projected_cycles"] = metrics.get("gpu_sim_cycle")
-    caveat = _reuse_caveat(plan, sums, by_wave)
-    if caveat is not None:
-        record["l2_reuse_between_waves"] = caveat
-        full, reduced, l2 = (mib(caveat[k]) for k in ("bytes_between_reuses_full", "bytes_between_reuses_reduced",
-                                                      "l2_capacity_bytes"))
+    caveat = _reuse_caveat(plan, own, by_wave)
+    if l2:  # the DRAM traffic is a shadow L2's, which forgets between waves as the full run's L2 does
+        metrics["gpusim__l2_capacity_bytes"] = l2["capacity"]
+        entry = caveat or _reuse_caveat(plan, own, by_wave, check=False) or {"l2_capacity_bytes": l2["capacity"]}
+        record["l2_reuse_between_waves"] = {
+            **entry, "corrected": True, "shadow_l2_bytes": l2["shadow"],
+            "pilot_estimate": {"dram_read_bytes_per_trip": round(l2["read_per_trip"]),
+                               "wave_write_bytes": round(l2["wave_writes"])}}
+        if caveat is None and "bytes_between_reuses_full" in entry:
+            warnings.append(
+                f"sampling: the pilot run put the bytes between a wave's use of a line and the next wave's beyond "
+                f"the {mib(l2['capacity'])} MiB L2 at full size, the runs at {mib(entry['bytes_between_reuses_full'])} "
+                f"MiB: the DRAM traffic, taken from a {mib(l2['shadow'])} MiB shadow of the L2, may be high")
+    elif caveat is not None:
+        record["l2_reuse_between_waves"] = {**caveat, "corrected": False}
+        full, reduced, size = (mib(caveat[k]) for k in ("bytes_between_reuses_full", "bytes_between_reuses_reduced",
+                                                        "l2_capacity_bytes"))
         warnings.append(
             f"sampling: between one wave's use of a line and the next wave's, the full run streams about {full} "
-            f"MiB through the {l2} MiB L2 and the reduced runs {reduced} MiB: data the waves share stays in "
+            f"MiB through the {size} MiB L2 and the reduced runs {reduced} MiB: data the waves share stays in "
             f"the L2 in the runs but not at full size, so the projected DRAM traffic and L2 hit rate may be far off "
             f"(gemm_tile128 4096^3 on h100: DRAM half the full run's; --sample off simulates in full)")
     return metrics, record, warnings
 
 
-def _reuse_caveat(plan: Plan, sums: dict, by_wave: dict[int, list[Point]]) -> dict | None:
+def _reuse_caveat(plan: Plan, sums: dict, by_wave: dict[int, list[Point]], check: bool = True) -> dict | None:
     """reuse_between_waves for a plan sampling waves with loop trips, from its tail runs (the tail alone: DRAM reads
     a trip) and the difference a full wave makes to the bytes written (its C tiles), at the most trips. `by_wave`:
-    the projection points by full waves before the tail, each list in trip order (as project sorts them)."""
+    the projection points by full waves before the tail, each list in trip order (as project sorts them).
+    `check` False: the bytes whether or not they fit."""
     if plan.trips is None or plan.full_waves < 1 or len(by_wave) < 2:
         return None
     tail, wave = (by_wave[w] for w in sorted(by_wave)[:2])
@@ -133,4 +152,9 @@ def _reuse_caveat(plan: Plan, sums: dict, by_wave: dict[int, list[Point]]) -> di
         return None
     per_trip = (sums[b][read] - sums[a][read]) / (b.trips - a.trips)
     wave_writes = (sums[top].get(written, 0) - sums[b].get(written, 0)) / max(1, top.waves - b.waves)
-    return reuse_between_waves(per_trip, wave_writes, sums[b].get("gpusim__l2_capacity_bytes", 0), plan.trips, b.trips)
+    capacity = sums[b].get("gpusim__l2_capacity_bytes", 0)
+    if not check:
+        return {"bytes_between_reuses_full": round(per_trip * plan.trips + wave_writes),
+                "bytes_between_reuses_reduced": round(per_trip * b.trips + wave_writes),
+                "l2_capacity_bytes": round(capacity)}
+    return reuse_between_waves(per_trip, wave_writes, capacity, plan.trips, b.trips)
