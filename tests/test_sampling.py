@@ -325,8 +325,8 @@ def test_the_shadow_l2_size_keeps_the_full_runs_reuse_distance():
     assert shadow_capacity(per_trip, writes, l2, 32, [2, 4, 8]) == 0
     assert pilot_estimate({"dram__bytes_read.sum": 655_360, "dram__bytes_write.sum": 1_000_000,
                            "gpusim__l2_dirty_bytes_at_end": 14_204_352}, 2, 232, 396) == (327_680, 25_952_256.0)
-    metrics = {"dram__bytes_read.sum": 1, "dram__bytes_write.sum": 2, "dram__bytes.sum": 3, "gpusim__l2_capacity_bytes": 50,
-               "dram__bytes.sum.per_second": 3e9, "gpu__time_duration.sum": 1e-9, "gpusim__l2_dirty_bytes_at_end": 4,
+    metrics = {"dram__bytes_read.sum": 1, "dram__bytes_write.sum": 2, "dram__bytes.sum": 3,
+               "gpusim__l2_capacity_bytes": 50, "dram__bytes.sum.per_second": 3e9, "gpu__time_duration.sum": 1e-9, "gpusim__l2_dirty_bytes_at_end": 4,
                "gpusim__shadow_dram_bytes_read": 10, "gpusim__shadow_dram_bytes_write": 20,
                "gpusim__shadow_l2_dirty_bytes_at_end": 5, "gpusim__shadow_l2_capacity_bytes": 20}
     assert with_shadow_traffic(metrics) == {

@@ -113,19 +113,25 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     })
     if cycles:
         record["projected_cycles"] = metrics.get("gpu_sim_cycle")
-    caveat = _reuse_caveat(plan, own, by_wave)
+    reuse = _reuse_bytes(plan, own, by_wave)
+    caveat = reuse_between_waves(*reuse) if reuse is not None else None
     if l2:  # the DRAM traffic is a shadow L2's, which forgets between waves as the full run's L2 does
         metrics["gpusim__l2_capacity_bytes"] = l2["capacity"]
-        entry = caveat or _reuse_caveat(plan, own, by_wave, check=False) or {"l2_capacity_bytes": l2["capacity"]}
+        entry: dict = {"l2_capacity_bytes": l2["capacity"]}
+        if reuse is not None:  # (as the runs' own numbers have it, whether or not they agree with the pilot's)
+            read, writes, _capacity, trips, reduced_trips = reuse
+            entry = {"bytes_between_reuses_full": round(read * trips + writes),
+                     "bytes_between_reuses_reduced": round(read * reduced_trips + writes), **entry}
         record["l2_reuse_between_waves"] = {
             **entry, "corrected": True, "shadow_l2_bytes": l2["shadow"],
             "pilot_estimate": {"dram_read_bytes_per_trip": round(l2["read_per_trip"]),
                                "wave_write_bytes": round(l2["wave_writes"])}}
-        if caveat is None and "bytes_between_reuses_full" in entry:
+        if reuse is not None and caveat is None:
             warnings.append(
                 f"sampling: the pilot run put the bytes between a wave's use of a line and the next wave's beyond "
-                f"the {mib(l2['capacity'])} MiB L2 at full size, the runs at {mib(entry['bytes_between_reuses_full'])} "
-                f"MiB: the DRAM traffic, taken from a {mib(l2['shadow'])} MiB shadow of the L2, may be high")
+                f"the {mib(l2['capacity'])} MiB L2 at full size, the runs' own numbers at "
+                f"{mib(entry['bytes_between_reuses_full'])} MiB: the DRAM traffic, taken from a "
+                f"{mib(l2['shadow'])} MiB shadow of the L2, may be high")
     elif caveat is not None:
         record["l2_reuse_between_waves"] = {**caveat, "corrected": False}
         full, reduced, size = (mib(caveat[k]) for k in ("bytes_between_reuses_full", "bytes_between_reuses_reduced",
@@ -134,15 +140,15 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
             f"sampling: between one wave's use of a line and the next wave's, the full run streams about {full} "
             f"MiB through the {size} MiB L2 and the reduced runs {reduced} MiB: data the waves share stays in "
             f"the L2 in the runs but not at full size, so the projected DRAM traffic and L2 hit rate may be far off "
-            f"(gemm_tile128 4096^3 on h100: DRAM half the full run's; --sample off simulates in full)")
+            f"(--sample off simulates in full)")
     return metrics, record, warnings
 
 
-def _reuse_caveat(plan: Plan, sums: dict, by_wave: dict[int, list[Point]], check: bool = True) -> dict | None:
-    """reuse_between_waves for a plan sampling waves with loop trips, from its tail runs (the tail alone: DRAM reads
-    a trip) and the difference a full wave makes to the bytes written (its C tiles), at the most trips. `by_wave`:
-    the projection points by full waves before the tail, each list in trip order (as project sorts them).
-    `check` False: the bytes whether or not they fit."""
+def _reuse_bytes(plan: Plan, sums: dict, by_wave: dict[int, list[Point]]) -> tuple | None:
+    """reuse_between_waves's arguments for a plan sampling waves with loop trips (None: another plan), from its tail
+    runs (the tail alone: DRAM reads a trip) and the difference a full wave makes to the bytes written (its C
+    tiles), at the most trips. `by_wave`: the projection points by full waves before the tail, each list in trip
+    order (as project sorts them)."""
     if plan.trips is None or plan.full_waves < 1 or len(by_wave) < 2:
         return None
     tail, wave = (by_wave[w] for w in sorted(by_wave)[:2])
@@ -152,9 +158,4 @@ def _reuse_caveat(plan: Plan, sums: dict, by_wave: dict[int, list[Point]], check
         return None
     per_trip = (sums[b][read] - sums[a][read]) / (b.trips - a.trips)
     wave_writes = (sums[top].get(written, 0) - sums[b].get(written, 0)) / max(1, top.waves - b.waves)
-    capacity = sums[b].get("gpusim__l2_capacity_bytes", 0)
-    if not check:
-        return {"bytes_between_reuses_full": round(per_trip * plan.trips + wave_writes),
-                "bytes_between_reuses_reduced": round(per_trip * b.trips + wave_writes),
-                "l2_capacity_bytes": round(capacity)}
-    return reuse_between_waves(per_trip, wave_writes, capacity, plan.trips, b.trips)
+    return per_trip, wave_writes, sums[b].get("gpusim__l2_capacity_bytes", 0), plan.trips, b.trips
