@@ -259,3 +259,23 @@ def test_shared_block_walker_is_used_where_it_can_be(tmp_path):
     assert not BlockStreams(per_warp).shared  # warps take different paths: each walks alone
     partial = _kernel(tmp_path, "  - {op: FFMA, dst: v}\n", block=48)
     assert not BlockStreams(partial).shared  # a partial last warp has its own mask
+
+
+def test_a_warps_queue_is_first_in_first_out_and_stays_at_most_twice_what_waits():
+    """A block walker's per-warp queue (InstQueue, a list read from a moving head): what goes in comes out in order,
+    and a warp that lags behind its block (its queue never quite empty) does not keep what it has already read."""
+    from gpusim.workload.inst import InstQueue, WarpInst
+    from gpusim.workload.opcodes import lookup
+
+    ffma = lookup("FFMA")
+    queue = InstQueue()
+    assert queue.pop() is None and len(queue) == 0
+    out, sent = [], 0
+    for _ in range(2000):  # the block hands out 3 a round, the warp takes 2: the queue grows by one a round
+        queue.extend([WarpInst(ffma, 0, 0, pc, 0xFFFFFFFF, (), (), None) for pc in range(sent, sent + 3)])
+        sent += 3
+        out += [queue.pop().pc, queue.pop().pc]
+        assert len(queue.items) <= max(128, 2 * len(queue))
+    while len(queue):
+        out.append(queue.pop().pc)
+    assert out == list(range(sent)) and queue.pop() is None and queue.items == []
