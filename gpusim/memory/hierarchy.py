@@ -19,6 +19,9 @@
   moves 32-byte sectors over the GPC's SM-to-SM network: each SM sends, and separately receives, at most
   `sm_to_sm.sm_bytes_per_clock`; the other SM's banks serve it on its data stage; the data is there the
   network's latency after the last sector crossed.
+* A sampled run may keep a shadow L2 (`use_shadow_l2`): the L2's tags alone at another size, no timing, updated
+  by every L2 access as the L2 is; it counts the DRAM reads, write-backs and dirty bytes an L2 of that size would
+  make (gpusim.sampling.reuse: DRAM traffic between waves). Of the L2's own size it counts exactly the L2's.
 * With `--sms N` below the chip's SM count, the L2 and DRAM bandwidths are scaled to the SM share (the other
   SMs are taken to be as busy): N/SMs of the slices and channels (at least one each) at their full rates.
   Capacities and latencies stay those of the whole chip.
