@@ -505,7 +505,7 @@ class MemoryHierarchy:
         self.dram_write += nbytes
 
     def dirty_bytes(self, caches: list[SectoredCache] | None = None) -> int:
-        """Bytes of dirty L2 sectors not yet written to DRAM (in `caches`, the shadow L2's: in the L2's)."""
+        """Bytes of dirty sectors not yet written to DRAM: in the L2, or in `caches` (the shadow L2's) when given."""
         total = 0
         count = self.sector_count
         for cache in self.l2 if caches is None else caches:

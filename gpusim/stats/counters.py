@@ -61,6 +61,6 @@ class SMCounters:
         sp_elapsed = now - self.sp_last_change[sp]
         if sp_elapsed:
             if self.sp_resident[sp]:
-                self.sp_active_cycles[sp] = self.sp_active_cycles[sp] + sp_elapsed  # (not +=: see hierarchy)
+                self.sp_active_cycles[sp] = self.sp_active_cycles[sp] + sp_elapsed  # (not +=: compiled, a generic add)
             self.sp_last_change[sp] = now
         self.sp_resident[sp] = self.sp_resident[sp] + delta
