@@ -55,6 +55,20 @@ def _hash(line: int) -> int:
     return line ^ (line >> 7) ^ (line >> 13)
 
 
+def _update_tags(cache: SectoredCache, line: int, mask: int, missing: int, write: bool, atomic: int) -> int:
+    """An L2 access's change to the tags (the L2's or its shadow's): a plain write makes its sectors present and
+    dirty with no read; a read or an atomic fills the `missing` sectors, dirty where it writes. The dirty-sector
+    mask of the line it evicted (0: none)."""
+    if write and not atomic:  # write-back L2; a full-sector write needs no read from DRAM
+        return cache.fill(line, mask, dirty=True)
+    if missing:
+        evicted = cache.fill(line, missing, dirty=write)
+        if write:
+            cache.fill(line, mask, dirty=True)
+        return evicted
+    return cache.fill(line, mask, dirty=True) if write else 0
+
+
 class MemoryHierarchy:
     def __init__(self, spec: Any, sms: int, l1_bytes: int):
         mem = spec.memory
@@ -408,17 +422,10 @@ class MemoryHierarchy:
         """The shadow L2's share of an L2 access (see use_shadow_l2), as _l2_access updates the L2 (sectors the L2
         has in flight from DRAM, `inflight`, are read once, by the access that missed): a shadow of the L2's own
         size counts exactly the L2's DRAM traffic."""
-        if write and not atomic:
-            evicted = cache.fill(line, mask, dirty=True)
-        else:
-            missing = mask & ~inflight & ~cache.probe(line, mask & ~inflight)
-            if missing:
-                self.shadow_read += self.sector_count[missing] * self.sector
-                evicted = cache.fill(line, missing, dirty=write)
-                if write:
-                    cache.fill(line, mask, dirty=True)
-            else:
-                evicted = cache.fill(line, mask, dirty=True) if write else 0
+        missing = mask & ~inflight & ~cache.probe(line, mask & ~inflight)
+        if missing and not (write and not atomic):
+            self.shadow_read += self.sector_count[missing] * self.sector
+        evicted = _update_tags(cache, line, mask, missing, write, atomic)
         if evicted:
             self.shadow_write += self.sector_count[evicted] * self.sector
 
@@ -450,7 +457,6 @@ class MemoryHierarchy:
             self.l2_merged += self.sector_count[inflight]
             level, back = DRAM, entry[0] if entry is not None else 0
         if write and not atomic:  # write-back L2; a full-sector write needs no read from DRAM
-            evicted = cache.fill(line, mask, dirty=True)
             level, back = L2, 0
         elif missing:
             level, latency = DRAM, self.dram_latency
@@ -462,11 +468,7 @@ class MemoryHierarchy:
             self.channel_free[channel] = finish
             self.dram_read += read
             queueing = finish - now
-            evicted = cache.fill(line, missing, dirty=write)
-            if write:
-                cache.fill(line, mask, dirty=True)
-        else:
-            evicted = cache.fill(line, mask, dirty=True) if write else 0
+        evicted = _update_tags(cache, line, mask, missing, write, atomic)
         if evicted:
             self._writeback(cache.evicted_line, evicted, now)
         shadow = self.shadow
