@@ -449,8 +449,6 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
 
         return one(index, report)
 
-    order = sorted(range(len(points)), key=lambda i: -points[i].warp_insts)  # the longest first
-
     def waiting(insts: int, blocks: int, cycle: int) -> bool:  # cycle: the furthest any run side by side has reached
         if callable(update):
             update(base[0] + blocks, cycle, base[1] + insts)
@@ -458,24 +456,38 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
 
     try:
         pilot_run = None
+        first = -1  # a point run in this process before the others: a trips plan's check run (it sizes the shadow)
         if pilot is not None:  # in this process, before the others: they need its cycles
             pilot_run = reduced(pilot, report_in_turn, interrupt)
             if pilot_run.partial:
                 raise parallel.RunsInterrupted
             stagger = int(pilot_run.metrics["gpu_sim_cycle"])
-            l2 = _shadow_for_runs(plan, pilot, pilot_run.metrics, points)
+            l2 = _shadow_for_runs(plan, pilot, pilot_run.metrics, points, "the pilot run")
             base[:] = pilot.blocks, pilot_run.metrics["smsp__inst_executed.sum"]
-        jobs = 1 if observer is not None else parallel.default_jobs(len(points))
-        results = parallel.map_runs(worker, len(points), jobs, order, waiting)
-        if results is None:  # one core: one after another, here
-            results = []
-            for index in range(len(points)):
+        elif plan.trips is not None and plan.full_waves >= 1:  # no pilot, but waves that may share data
+            first = next(i for i, p in enumerate(points) if p.role == "check")
+            first_run = one(first, report_in_turn, interrupt)
+            if first_run.partial:
+                raise parallel.RunsInterrupted
+            l2 = _shadow_for_runs(plan, points[first], first_run.metrics, points, "the check run")
+            base[:] = points[first].blocks, first_run.metrics["smsp__inst_executed.sum"]
+        rest = [i for i in range(len(points)) if i != first]
+        order = sorted(range(len(rest)), key=lambda k: -points[rest[k]].warp_insts)  # the longest first
+        jobs = 1 if observer is not None else parallel.default_jobs(len(rest))
+        done = parallel.map_runs(lambda k: worker(rest[k]), len(rest), jobs, order, waiting)
+        if done is None:  # one core: one after another, here
+            done = []
+            for index in rest:
                 result = one(index, report_in_turn, interrupt)
                 if result.partial:
                     raise parallel.RunsInterrupted
-                results.append(result)
+                done.append(result)
                 base[0] += points[index].blocks
                 base[1] += result.metrics["smsp__inst_executed.sum"]
+        by_index = dict(zip(rest, done))
+        if first >= 0:
+            by_index[first] = first_run
+        results = [by_index[i] for i in range(len(points))]
     except parallel.RunsInterrupted:
         return RunResult(kernel=kernel.name, arch=spec.name, scheduler=options["scheduler"], simt=options["simt"],
                          seed=options["seed"], params=dict(kernel.params), launch=_launch_record(kernel), metrics={},
@@ -512,17 +524,18 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                         warnings=warnings, wall_seconds=time.perf_counter() - started, sampling=record)
 
 
-def _shadow_for_runs(plan: Plan, pilot: Point, metrics: dict, points) -> dict | None:
-    """The shadow L2 the plan's runs keep where the pilot's numbers say the waves' shared data outlives a wave in
-    the runs' L2 but not in the full run's (None: no shadow); see sampling.reuse."""
+def _shadow_for_runs(plan: Plan, first: Point, metrics: dict, points, source: str) -> dict | None:
+    """The shadow L2 the plan's runs keep where the numbers of the run made `first` (the pilot, or a trips plan's
+    check run: `source`) say the waves' shared data outlives a wave in the runs' L2 but not in the full run's
+    (None: no shadow); see sampling.reuse."""
     capacity = metrics.get("gpusim__l2_capacity_bytes", 0)
     if plan.trips is None or plan.full_waves < 1 or not capacity:
         return None
-    read, writes = pilot_estimate(metrics, pilot.trips or plan.trips, pilot.blocks, plan.wave_blocks)
+    read, writes = pilot_estimate(metrics, first.trips or plan.trips, first.blocks, plan.wave_blocks)
     size = shadow_capacity(read, writes, capacity, plan.trips, [p.trips for p in points if p.trips is not None])
     if not size:
         return None
-    return {"capacity": capacity, "read_per_trip": read, "wave_writes": writes, "shadow": size}
+    return {"capacity": capacity, "read_per_trip": read, "wave_writes": writes, "shadow": size, "source": source}
 
 
 def _run_command_list(path: Path, spec, overrides: LaunchOverrides = LaunchOverrides(), **options) -> RunResult:

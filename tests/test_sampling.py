@@ -373,6 +373,32 @@ def test_a_run_whose_waves_outgrow_the_l2_only_at_full_size_takes_dram_traffic_f
     assert api.sampling_unsettled(result.sampling | {"steady_state": None}) == ""
 
 
+def test_a_trips_plan_with_a_full_wave_sizes_its_shadow_l2_from_the_check_run(tmp_path, monkeypatch):
+    """gemm_tile128 512x512x1024 on 4 SMs of an H100 given a 2 MB L2: 16 blocks, a wave of 12 and a tail of 4, so
+    the plan samples loop trips alone (no pilot). Its check run goes first and sizes the shadow L2 (the wave's 12
+    blocks write 768 KiB of C, the grid reads 68 KiB a trip: 2.8 MB between reuses at 32 trips, 1.8 MB at 16). The
+    projected DRAM traffic matches the full run's (measured: reads, writes and dirty bytes exact; the runs' own L2
+    made reads +12.2% and writes -16.7%)."""
+    import re
+
+    import gpusim.api as api
+
+    arch = tmp_path / "h100-2mb-l2.yaml"
+    arch.write_text(re.sub(r"size_bytes: 52428800\b", "size_bytes: 2097152", (ROOT / "arch/h100.yaml").read_text()))
+    params = dict(M=512, N=512, K=1024)
+    full = run(GEMM, str(arch), params=params, sms=4, sample="off").metrics
+    result = run(GEMM, str(arch), params=params, sms=4, sample="on")
+    assert result.sampling["method"] == "loop trips" and "pilot_run" not in result.sampling
+    caveat = result.sampling["l2_reuse_between_waves"]
+    assert caveat["corrected"] and caveat["estimate"]["from"] == "the check run"
+    monkeypatch.setattr(api, "_shadow_for_runs", lambda *args: None)
+    uncorrected = run(GEMM, str(arch), params=params, sms=4, sample="on")
+    assert "l2_reuse_between_waves" not in uncorrected.sampling  # (a trips plan's runs cannot tell by themselves)
+    assert uncorrected.metrics["gpu_sim_cycle"] == result.metrics["gpu_sim_cycle"]
+    for key in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
+        assert rel(result.metrics[key], full[key]) <= 0.02 < rel(uncorrected.metrics[key], full[key])
+
+
 def test_auto_keeps_an_unsettled_projection_when_a_full_run_would_take_too_long(monkeypatch):
     """`--sample auto` runs an unsettled kernel in full only when that takes at most FALLBACK_SECONDS at the
     engine's rate; beyond, it keeps the projection, marks it (`sampling.unsettled`) and warns with the estimate

@@ -35,8 +35,9 @@ def point_kernel(kernel, plan: Plan, point: Point):
 def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int | None,
             exact_thread_insts: int | None, l2: dict | None = None) -> tuple[dict, dict, list[str]]:
     """(the kernel's metrics, the record's "sampling" object, warnings) from the points' metrics. `l2`: where the
-    runs kept a shadow L2 (see reuse.py), the L2's capacity ("capacity"), the pilot's estimate ("read_per_trip",
-    "wave_writes") and the shadow's size ("shadow"): the projected DRAM traffic is then the shadow's."""
+    runs kept a shadow L2 (see reuse.py), the L2's capacity ("capacity"), the estimate it was sized from
+    ("read_per_trip", "wave_writes", made from "source": the pilot or the check run) and the shadow's size
+    ("shadow"): the projected DRAM traffic is then the shadow's."""
     warnings: list[str] = []
     own = {p: additive(m) for p, m in results}  # the runs' own DRAM traffic: what the reuse check reads
     if l2:
@@ -124,11 +125,13 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
                      "bytes_between_reuses_reduced": round(read * reduced_trips + writes), **entry}
         record["l2_reuse_between_waves"] = {
             **entry, "corrected": True, "shadow_l2_bytes": l2["shadow"],
-            "pilot_estimate": {"dram_read_bytes_per_trip": round(l2["read_per_trip"]),
-                               "wave_write_bytes": round(l2["wave_writes"])}}
+            "estimate": {"from": l2.get("source", "the pilot run"),
+                         "dram_read_bytes_per_trip": round(l2["read_per_trip"]),
+                         "wave_write_bytes": round(l2["wave_writes"])}}
         if reuse is not None and caveat is None:
             warnings.append(
-                f"sampling: the pilot run put the bytes between a wave's use of a line and the next wave's beyond "
+                f"sampling: {l2.get('source', 'the pilot run')} put the bytes between a wave's use of a line and the "
+                f"next wave's beyond "
                 f"the {mib(l2['capacity'])} MiB L2 at full size, the runs' own numbers at "
                 f"{mib(entry['bytes_between_reuses_full'])} MiB: the DRAM traffic, taken from a "
                 f"{mib(l2['shadow'])} MiB shadow of the L2, may be high")
