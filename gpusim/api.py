@@ -465,7 +465,8 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
             l2 = _shadow_for_runs(plan, pilot, pilot_run.metrics, points, "the pilot run")
             base[:] = pilot.blocks, pilot_run.metrics["smsp__inst_executed.sum"]
         elif plan.trips is not None and plan.full_waves >= 1:  # no pilot, but waves that may share data
-            first = next(i for i, p in enumerate(points) if p.role == "check")
+            first = next((i for i, p in enumerate(points) if p.role == "check"), -1)
+        if first >= 0:
             first_run = one(first, report_in_turn, interrupt)
             if first_run.partial:
                 raise parallel.RunsInterrupted
