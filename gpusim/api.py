@@ -30,7 +30,7 @@ from .workload.opcodes import refusal, unsupported_warning
 from .sampling.plan import MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, hot_loops, make_plan, with_trips
 from .sampling import parallel
 from .sampling.project import mib
-from .sampling.reuse import pilot_estimate, shadow_capacity
+from .sampling.reuse import reuse_estimate, shadow_capacity
 from .sampling.runner import INSTRUCTION_CHECK, pilot_point, point_kernel, project
 from .trace.mix import trace_mix
 from .workload.program import program_infos
@@ -532,7 +532,7 @@ def _shadow_for_runs(plan: Plan, first: Point, metrics: dict, points, source: st
     capacity = metrics.get("gpusim__l2_capacity_bytes", 0)
     if plan.trips is None or plan.full_waves < 1 or not capacity:
         return None
-    read, writes = pilot_estimate(metrics, first.trips or plan.trips, first.blocks, plan.wave_blocks)
+    read, writes = reuse_estimate(metrics, first.trips or plan.trips, first.blocks, plan.wave_blocks)
     size = shadow_capacity(read, writes, capacity, plan.trips, [p.trips for p in points if p.trips is not None])
     if not size:
         return None

@@ -13,7 +13,7 @@ from gpusim.arch import load_arch
 from gpusim.stats.invariants import violations
 from gpusim.sampling.plan import AUTO_THRESHOLD, hot_loops, make_plan, with_trips
 from gpusim.sampling.project import additive, as_record, extrapolate, mib, project_line
-from gpusim.sampling.reuse import pilot_estimate, reuse_between_waves, shadow_capacity, with_shadow_traffic
+from gpusim.sampling.reuse import reuse_estimate, reuse_between_waves, shadow_capacity, with_shadow_traffic
 from gpusim.workload import kernel_mix, load_workload
 
 from .conftest import ROOT, run_cli
@@ -323,7 +323,7 @@ def test_the_shadow_l2_size_keeps_the_full_runs_reuse_distance():
     assert size == 52_428_800 * (2 * per_trip + writes) // (128 * per_trip + writes) == 20_546_421
     assert 2 * per_trip + writes >= size and 128 * per_trip + writes >= l2  # the reuse misses in both, as it must
     assert shadow_capacity(per_trip, writes, l2, 32, [2, 4, 8]) == 0
-    assert pilot_estimate({"dram__bytes_read.sum": 655_360, "dram__bytes_write.sum": 1_000_000,
+    assert reuse_estimate({"dram__bytes_read.sum": 655_360, "dram__bytes_write.sum": 1_000_000,
                            "gpusim__l2_dirty_bytes_at_end": 14_204_352}, 2, 232, 396) == (327_680, 25_952_256.0)
     metrics = {"dram__bytes_read.sum": 1, "dram__bytes_write.sum": 2, "dram__bytes.sum": 3,
                "gpusim__l2_capacity_bytes": 50, "dram__bytes.sum.per_second": 3e9, "gpu__time_duration.sum": 1e-9, "gpusim__l2_dirty_bytes_at_end": 4,

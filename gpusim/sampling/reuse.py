@@ -16,8 +16,9 @@ exactly when it misses at full size (r n + W >= C' if and only if r N + W >= C),
 the L2's (a smaller L2 in the timed model itself was tried: DRAM right, cycles +9.9%, since a wave's writes arrive
 at once and a smaller L2 also lost what blocks share within a trip); the projected DRAM traffic is the shadow's:
 its misses as reads, its dirty evictions as writes, its dirty sectors at the end. r and W are estimated before
-the runs, from the pilot (the tail alone at a few trips): its DRAM reads a trip, and the bytes it sent towards
-DRAM (written back, or dirty at its end) per block times the blocks of a wave. The runs' own numbers check the
+the runs, from the pilot (the tail alone at a few trips), or where a plan has none from its check run (the whole
+grid at its fewest trips), made first: its DRAM reads a trip, and the bytes it sent towards DRAM (written back,
+or dirty at its end) per block times the blocks of a wave. The runs' own numbers check the
 estimate afterwards (runner.py).
 """
 
@@ -45,10 +46,11 @@ def reuse_between_waves(read_per_trip: float, wave_writes: float, capacity: floa
             "l2_capacity_bytes": round(capacity)}
 
 
-def pilot_estimate(metrics: dict, trips: int, blocks: int, wave_blocks: int) -> tuple[float, float]:
-    """(r, W) from a pilot run of `blocks` blocks at `trips` trips: its DRAM reads a trip, and the bytes it sent
-    towards DRAM (written, or dirty in the L2 at its end) scaled from its blocks to a wave's. Its reads include
-    what the program reads outside the loop, so r errs high."""
+def reuse_estimate(metrics: dict, trips: int, blocks: int, wave_blocks: int) -> tuple[float, float]:
+    """(r, W) from a run of `blocks` blocks at `trips` trips made before the others (the pilot, or a trips plan's
+    check run): its DRAM reads a trip, and the bytes it sent towards DRAM (written, or dirty in the L2 at its end)
+    scaled from its blocks to a wave's. Its reads include what the program reads outside the loop, so r errs
+    high."""
     read = metrics.get("dram__bytes_read.sum", 0) / max(1, trips)
     sent = metrics.get("dram__bytes_write.sum", 0) + metrics.get("gpusim__l2_dirty_bytes_at_end", 0)
     return read, sent * wave_blocks / max(1, blocks)
@@ -81,4 +83,4 @@ def with_shadow_traffic(metrics: dict) -> dict:
     return out
 
 
-__all__ = ["SHADOW_FOR", "pilot_estimate", "reuse_between_waves", "shadow_capacity", "with_shadow_traffic"]
+__all__ = ["SHADOW_FOR", "reuse_estimate", "reuse_between_waves", "shadow_capacity", "with_shadow_traffic"]

@@ -125,13 +125,12 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
                      "bytes_between_reuses_reduced": round(read * reduced_trips + writes), **entry}
         record["l2_reuse_between_waves"] = {
             **entry, "corrected": True, "shadow_l2_bytes": l2["shadow"],
-            "estimate": {"from": l2.get("source", "the pilot run"),
+            "estimate": {"from": l2["source"],
                          "dram_read_bytes_per_trip": round(l2["read_per_trip"]),
                          "wave_write_bytes": round(l2["wave_writes"])}}
         if reuse is not None and caveat is None:
             warnings.append(
-                f"sampling: {l2.get('source', 'the pilot run')} put the bytes between a wave's use of a line and the "
-                f"next wave's beyond "
+                f"sampling: {l2['source']} put the bytes between a wave's use of a line and the next wave's beyond "
                 f"the {mib(l2['capacity'])} MiB L2 at full size, the runs' own numbers at "
                 f"{mib(entry['bytes_between_reuses_full'])} MiB: the DRAM traffic, taken from a "
                 f"{mib(l2['shadow'])} MiB shadow of the L2, may be high")

@@ -2,7 +2,8 @@
 
 Compiled with the engine (see gpusim/native.py) as a native class, so the engine reads its fields without a
 Python attribute lookup: the memory model reads four or five of them per access. Instances are values: equal
-when every field is, hashed by them, and never changed after they are made.
+when every field is, and hashed by them. Nothing stops a change to a field (an attrs frozen class did, at the
+cost of those lookups): the opcode table makes them and nothing changes them after.
 """
 
 from __future__ import annotations
