@@ -416,3 +416,16 @@ def test_auto_keeps_an_unsettled_projection_when_a_full_run_would_take_too_long(
     monkeypatch.setattr(api, "FALLBACK_SECONDS", 300)
     full = run(GEMM, "h100", params=params, sms=4, sample="auto")
     assert full.sampling["method"] == "full" and "simulated in full" in full.sampling["detail"]
+
+
+def test_the_accuracy_scripts_rows_option_refuses_a_label_it_does_not_have():
+    """`validation/sampling_accuracy.py --rows` selects rows by the start of their labels; one that starts none is
+    a one-line error naming the option and the labels there are, before anything is simulated."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "validation/sampling_accuracy.py"), "--rows",
+                           "gemm_tile128 4096^3,nosuch"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("sampling_accuracy.py: --rows 'nosuch' starts no")
+    assert "'gemm_tile128 4096^3 (default)'" in done.stderr

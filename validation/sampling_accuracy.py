@@ -115,6 +115,10 @@ def main() -> int:
                         help="replace the rows run (by label and arch) in --out's existing rows, keep the others")
     args = parser.parse_args()
     keep = [w for w in args.rows.split(",") if w]
+    unknown = [k for k in keep if not any(row[0].startswith(k) for row in ROWS)]
+    if unknown:  # one line, before anything runs
+        sys.exit(f"sampling_accuracy.py: --rows {unknown[0]!r} starts no row's label; expected the start of one of: "
+                 + ", ".join(repr(row[0]) for row in ROWS))
     with tempfile.TemporaryDirectory() as tmp:
         trace = str(replicated_trace(Path(tmp))) if TRACE.exists() else None
         tasks = []
