@@ -358,6 +358,7 @@ def test_a_run_whose_waves_outgrow_the_l2_only_at_full_size_takes_dram_traffic_f
     assert not any("DRAM" in w for w in result.warnings)
     assert result.metrics["gpusim__l2_capacity_bytes"] == full["gpusim__l2_capacity_bytes"]
     assert not any(k.startswith("gpusim__shadow") for k in result.metrics)
+    assert violations(result.metrics, load_arch(str(arch))) == []  # the shadow's DRAM traffic within the peaks too
     monkeypatch.setattr(api, "_shadow_for_runs", lambda *args: None)
     uncorrected = run(GEMM, str(arch), params=params, sms=4, sample="on")
     assert uncorrected.sampling["l2_reuse_between_waves"]["corrected"] is False
@@ -391,6 +392,7 @@ def test_a_trips_plan_with_a_full_wave_sizes_its_shadow_l2_from_the_check_run(tm
     assert result.sampling["method"] == "loop trips" and "pilot_run" not in result.sampling
     caveat = result.sampling["l2_reuse_between_waves"]
     assert caveat["corrected"] and caveat["estimate"]["from"] == "the check run"
+    assert violations(result.metrics, load_arch(str(arch))) == []  # the shadow's DRAM traffic within the peaks too
     monkeypatch.setattr(api, "_shadow_for_runs", lambda *args: None)
     uncorrected = run(GEMM, str(arch), params=params, sms=4, sample="on")
     assert "l2_reuse_between_waves" not in uncorrected.sampling  # (a trips plan's runs cannot tell by themselves)
