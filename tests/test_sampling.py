@@ -431,3 +431,29 @@ def test_the_accuracy_scripts_rows_option_refuses_a_label_it_does_not_have():
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("sampling_accuracy.py: --rows 'nosuch' starts no")
     assert "'gemm_tile128 4096^3 (default)'" in done.stderr
+
+
+def test_the_spread_script_nudges_only_the_stagger_and_refuses_an_unknown_row():
+    """`validation/sampling_spread.py` reruns a staggered plan with the runs' spread a few cycles longer than the
+    pilot's: the record says so, the engine's own `_run_kernel` is back afterwards, and a `--rows` that matches
+    nothing is a one-line error before anything runs."""
+    import subprocess
+    import sys
+
+    import gpusim.api as api
+
+    sys.path.insert(0, str(ROOT / "validation"))
+    try:
+        import sampling_spread
+    finally:
+        sys.path.pop(0)
+    before = api._run_kernel
+    base = run(GEMM, "h100", params=dict(M=1024, N=512, K=1024), sms=4, sample="on").sampling
+    nudged = sampling_spread.sampled_with_stagger_delta("h100", dict(M=1024, N=512, K=1024), 3, sms=4)
+    assert api._run_kernel is before
+    assert base["stagger_cycles"] > 0 and nudged["stagger_cycles"] == base["stagger_cycles"] + 3
+    assert len(nudged["runs"]) == len(base["simulated_runs"])
+    done = subprocess.run([sys.executable, str(ROOT / "validation/sampling_spread.py"), "--rows", "nosuch"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("sampling_spread.py: --rows nosuch: no row's label or arch contains")
