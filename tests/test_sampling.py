@@ -448,10 +448,27 @@ def test_the_spread_script_nudges_only_the_stagger_and_refuses_an_unknown_row():
     finally:
         sys.path.pop(0)
     before = api._run_kernel
+    staggers = []
+
+    def seen(kernel, spec, **options):  # what the engine is asked for, under the script's nudge
+        staggers.append(options.get("stagger", 0))
+        return before(kernel, spec, **options)
+
+    from gpusim.sampling import parallel
+
     base = run(GEMM, "h100", params=dict(M=1024, N=512, K=1024), sms=4, sample="on").sampling
-    nudged = sampling_spread.sampled_with_stagger_delta("h100", dict(M=1024, N=512, K=1024), 3, sms=4)
-    assert api._run_kernel is before
-    assert base["stagger_cycles"] > 0 and nudged["stagger_cycles"] == base["stagger_cycles"] + 3
+    api._run_kernel = seen
+    parallel.limit_jobs(1)  # the reduced runs in this process, where `seen` hears them
+    try:
+        nudged = sampling_spread.sampled_with_stagger_delta("h100", dict(M=1024, N=512, K=1024), 3, sms=4)
+        assert api._run_kernel is seen  # put back as it found it
+    finally:
+        api._run_kernel = before
+        parallel.limit_jobs(None)
+    spread = base["stagger_cycles"]
+    assert spread > 0 and nudged["stagger_cycles"] == spread + 3
+    # the pilot (and the call that plans) start their blocks at once; every reduced run is spread 3 cycles longer
+    assert sorted(set(staggers)) == [0, spread + 3] and staggers.count(spread + 3) == len(base["simulated_runs"])
     assert len(nudged["runs"]) == len(base["simulated_runs"])
     done = subprocess.run([sys.executable, str(ROOT / "validation/sampling_spread.py"), "--rows", "nosuch"],
                           capture_output=True, text=True, timeout=120)
