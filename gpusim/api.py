@@ -464,7 +464,7 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
             stagger = int(pilot_run.metrics["gpu_sim_cycle"])
             l2 = _shadow_for_runs(plan, pilot, pilot_run.metrics, points, "the pilot run")
             base[:] = pilot.blocks, pilot_run.metrics["smsp__inst_executed.sum"]
-        elif plan.trips is not None and plan.full_waves >= 1:  # no pilot, but waves that may share data
+        elif plan.trips_over_waves:  # no pilot, but waves that may share data
             first = next((i for i, p in enumerate(points) if p.role == "check"), -1)
         if first >= 0:
             first_run = one(first, report_in_turn, interrupt)
@@ -530,7 +530,7 @@ def _shadow_for_runs(plan: Plan, first: Point, metrics: dict, points, source: st
     check run: `source`) say the waves' shared data outlives a wave in the runs' L2 but not in the full run's
     (None: no shadow); see sampling.reuse."""
     capacity = metrics.get("gpusim__l2_capacity_bytes", 0)
-    if plan.trips is None or plan.full_waves < 1 or not capacity:
+    if not plan.trips_over_waves or not capacity:
         return None
     read, writes = reuse_estimate(metrics, first.trips or plan.trips, first.blocks, plan.wave_blocks)
     size = shadow_capacity(read, writes, capacity, plan.trips, [p.trips for p in points if p.trips is not None])

@@ -71,6 +71,12 @@ class Plan:
     def sampled(self) -> bool:
         return bool(self.points)
 
+    @property
+    def trips_over_waves(self) -> bool:
+        """Loop trips sampled on a grid with a full wave before its tail: waves that may share data in the L2,
+        which a reduced run keeps longer than the full run (see reuse.py)."""
+        return self.trips is not None and self.full_waves >= 1
+
 
 def hot_loops(kernel) -> tuple[list[Loop], int | None]:
     """The program's top-level loops (inside top-level ifs too) whose trip count is a constant, with the

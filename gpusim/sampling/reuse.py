@@ -31,6 +31,11 @@ SHADOW_FOR = {"gpusim__shadow_dram_bytes_read": "dram__bytes_read.sum",
               "gpusim__shadow_l2_capacity_bytes": "gpusim__l2_capacity_bytes"}
 
 
+def bytes_between_reuses(read_per_trip: float, wave_writes: float, trips: int) -> float:
+    """What passes through the L2 between a wave's use of a line and the next wave's at `trips` trips: r n + W."""
+    return read_per_trip * trips + wave_writes
+
+
 def reuse_between_waves(read_per_trip: float, wave_writes: float, capacity: float, trips: int,
                         reduced_trips: int) -> dict | None:
     """The bytes passing through the L2 between a wave's use of a line and the next wave's, at full size (`trips`
@@ -38,8 +43,8 @@ def reuse_between_waves(read_per_trip: float, wave_writes: float, capacity: floa
     sign of the error this makes uncorrected is the kernel's: gemm_tile128 4096^3 on h100 (68 MB against 29 MB,
     in 50 MB) projected half the full run's DRAM traffic, 1024x512x1024 on 4 SMs of an H100 given a 2 MB L2 9.7%
     more reads."""
-    full = read_per_trip * trips + wave_writes
-    reduced = read_per_trip * reduced_trips + wave_writes
+    full = bytes_between_reuses(read_per_trip, wave_writes, trips)
+    reduced = bytes_between_reuses(read_per_trip, wave_writes, reduced_trips)
     if capacity <= 0 or not reduced < capacity < full:
         return None
     return {"bytes_between_reuses_full": round(full), "bytes_between_reuses_reduced": round(reduced),
@@ -63,8 +68,8 @@ def shadow_capacity(read_per_trip: float, wave_writes: float, capacity: int, tri
     distance between reuses outgrows C and the most trips' does not."""
     if not run_trips or reuse_between_waves(read_per_trip, wave_writes, capacity, trips, max(run_trips)) is None:
         return 0
-    full = read_per_trip * trips + wave_writes
-    return int(capacity * (read_per_trip * min(run_trips) + wave_writes) / full)
+    fewest = bytes_between_reuses(read_per_trip, wave_writes, min(run_trips))
+    return int(capacity * fewest / bytes_between_reuses(read_per_trip, wave_writes, trips))
 
 
 def with_shadow_traffic(metrics: dict) -> dict:
@@ -83,4 +88,4 @@ def with_shadow_traffic(metrics: dict) -> dict:
     return out
 
 
-__all__ = ["SHADOW_FOR", "reuse_estimate", "reuse_between_waves", "shadow_capacity", "with_shadow_traffic"]
+__all__ = ["SHADOW_FOR", "bytes_between_reuses", "reuse_estimate", "reuse_between_waves", "shadow_capacity", "with_shadow_traffic"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, with_trips
 from .project import additive, as_record, extrapolate, mib, project_line
-from .reuse import reuse_between_waves, with_shadow_traffic
+from .reuse import bytes_between_reuses, reuse_between_waves, with_shadow_traffic
 
 # Counts the mix gives exactly, and the additive quantities (see project.additive) that equal them
 EXACT_WARP_INSTS = ("smsp__inst_executed.sum", "gpu__inst_executed_per_cycle")
@@ -121,8 +121,9 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         entry: dict = {"l2_capacity_bytes": l2["capacity"]}
         if reuse is not None:  # (as the runs' own numbers have it, whether or not they agree with the pilot's)
             read, writes, _capacity, trips, reduced_trips = reuse
-            entry = {"bytes_between_reuses_full": round(read * trips + writes),
-                     "bytes_between_reuses_reduced": round(read * reduced_trips + writes), **entry}
+            entry = {"bytes_between_reuses_full": round(bytes_between_reuses(read, writes, trips)),
+                     "bytes_between_reuses_reduced": round(bytes_between_reuses(read, writes, reduced_trips)),
+                     **entry}
         record["l2_reuse_between_waves"] = {
             **entry, "corrected": True, "shadow_l2_bytes": l2["shadow"],
             "estimate": {"from": l2["source"],
@@ -151,7 +152,7 @@ def _reuse_bytes(plan: Plan, sums: dict, by_wave: dict[int, list[Point]]) -> tup
     runs (the tail alone: DRAM reads a trip) and the difference a full wave makes to the bytes written (its C
     tiles), at the most trips. `by_wave`: the projection points by full waves before the tail, each list in trip
     order (as project sorts them)."""
-    if plan.trips is None or plan.full_waves < 1 or len(by_wave) < 2:
+    if not plan.trips_over_waves or len(by_wave) < 2:
         return None
     tail, wave = (by_wave[w] for w in sorted(by_wave)[:2])
     (a, b), top = tail[-2:], wave[-1]
