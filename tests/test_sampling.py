@@ -436,7 +436,7 @@ def test_the_accuracy_scripts_rows_option_refuses_a_label_it_does_not_have():
 def test_the_spread_script_nudges_only_the_stagger_and_refuses_an_unknown_row():
     """`validation/sampling_spread.py` reruns a staggered plan with the runs' spread a few cycles longer than the
     pilot's: the record says so, the engine's own `_run_kernel` is back afterwards, and a `--rows` that matches
-    nothing is a one-line error before anything runs."""
+    nothing, or a `--deltas` empty or not whole numbers, is a one-line error before anything runs."""
     import subprocess
     import sys
 
@@ -474,3 +474,9 @@ def test_the_spread_script_nudges_only_the_stagger_and_refuses_an_unknown_row():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
     assert done.stderr.startswith("sampling_spread.py: --rows nosuch: no row's label or arch contains")
+    for bad, says in ((["--deltas"], "--deltas: expected at least one change of the stagger, in cycles"),
+                      (["--deltas", "one"], "argument --deltas: invalid int value: 'one'")):
+        done = subprocess.run([sys.executable, str(ROOT / "validation/sampling_spread.py"), *bad],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
+        assert done.stderr.startswith("sampling_spread.py: ") and says in done.stderr

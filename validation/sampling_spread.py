@@ -26,14 +26,20 @@ sys.path.insert(0, str(ROOT))
 
 import gpusim  # noqa: E402
 import gpusim.api as api  # noqa: E402
+import sampling_accuracy  # noqa: E402  (beside this script)
 
 GEMM = ROOT / "workloads" / "gemm_tile128.yaml"
-# (label, arch, parameters, the full run's cycles: validation/results/sampling-accuracy.json)
-ROWS = [
-    ("gemm_tile128 4096^3 (default)", "h100", {}, 883_142),
-    ("gemm_tile128 4096x4096x1024", "h100", {"M": 4096, "N": 4096, "K": 1024}, 236_045),
-    ("gemm_tile128 4096x4096x1024", "a100", {"M": 4096, "N": 4096, "K": 1024}, 343_896),
-]
+ACCURACY = ROOT / "validation" / "results" / "sampling-accuracy.json"  # the full runs' cycles, measured
+SPREAD_ROWS = [("gemm_tile128 4096^3 (default)", "h100"), ("gemm_tile128 4096x4096x1024", "h100"),
+               ("gemm_tile128 4096x4096x1024", "a100")]  # the plans that sample waves with loop trips there
+
+
+def rows() -> list[tuple[str, str, dict, int]]:
+    """(label, arch, parameters, the full run's cycles) of each row: the parameters sampling_accuracy.py runs it
+    with, the cycles its full run took there."""
+    params = {row[0]: row[2] for row in sampling_accuracy.ROWS}
+    full = {(row["label"], row["arch"]): row["cycles_full"] for row in json.loads(ACCURACY.read_text())["rows"]}
+    return [(label, arch, params[label], full[label, arch]) for label, arch in SPREAD_ROWS]
 
 
 def sampled_with_stagger_delta(arch: str, params: dict, delta: int, **options) -> dict:
@@ -65,16 +71,18 @@ def main(argv=None) -> int:
     parser.add_argument("--rows", nargs="*", help="keep the rows whose label or arch contains one of these")
     parser.add_argument("--deltas", nargs="*", type=int, default=[0, 1, -1, 2], help="stagger changes, cycles")
     parser.add_argument("--out", default=str(ROOT / "validation" / "results" / "sampling-spread.json"))
+    parser.error = lambda message: sys.exit(f"sampling_spread.py: {message}")  # one line, not the usage too
     args = parser.parse_args(argv)
-    rows = [r for r in ROWS if not args.rows or any(k in r[0] or k == r[1] for k in args.rows)]
-    if not rows or not args.deltas:
-        what = f"--rows {' '.join(args.rows)}: no row's label or arch contains one of them" if not rows else \
+    every = rows()
+    chosen = [r for r in every if not args.rows or any(k in r[0] or k == r[1] for k in args.rows)]
+    if not chosen or not args.deltas:
+        what = f"--rows {' '.join(args.rows)}: no row's label or arch contains one of them" if not chosen else \
             "--deltas: expected at least one change of the stagger, in cycles"
         print(f"sampling_spread.py: {what}; the rows: " + "; ".join(f"'{label}' on {arch}"
-                                                                     for label, arch, _, _ in ROWS), file=sys.stderr)
+                                                                     for label, arch, _, _ in every), file=sys.stderr)
         return 1
     out = []
-    for label, arch, params, full in rows:
+    for label, arch, params, full in chosen:
         draws = [sampled_with_stagger_delta(arch, params, d) for d in args.deltas]
         for draw in draws:
             draw["error_pct"] = round(100 * (draw["cycles"] - full) / full, 2)
