@@ -45,6 +45,7 @@ MAX_INSTRUCTIONS = 2_000_000_000
 # weighs a full run by, and what the notes say): measured 2026-12-01 on the 2-core development machine, about
 # 37,000 per core for gemm_tile128 with 3 blocks on each of 132 SMs, 63,000-70,000 for `gpusim bench`'s gemm;
 # since the typed engine of 2026-12-02 about 48,000 and 83,000 (kept at 40,000: the slower machines' figure)
+MAX_SYNC_WINDOW = 4096  # cycles, several DRAM round trips: a longer window only adds error (README)
 ENGINE_RATE = 40_000
 FALLBACK_SECONDS = 300  # `--sample auto` runs an unsettled kernel in full only when that takes about this at most
 PREFLIGHT_STEPS = 200_000  # counting steps the check spends at most (~0.1 s); beyond them it estimates
@@ -79,6 +80,7 @@ class RunResult:
     sampling: dict | None = None  # what was simulated in detail and what projected (see gpusim.sampling)
     partial: bool = False  # stopped early (interrupt): the metrics are the counters at the cycle reached
     interrupted: dict | None = None  # for a partial run: {"cycle": N, "blocks_retired": k, "blocks": M}
+    sync_window: int = 1  # cycles the SMs were stepped out of time order (1: exact; see gpusim.engine.gpu)
     per_instruction: list | None = None  # --per-inst: one object per static instruction (gpusim.stats.per_instruction)
     timeline: Any = attrs.field(default=None, eq=False, repr=False)  # what a recorder saw (plots; not in the record)
 
@@ -134,6 +136,13 @@ def load_kernel(workload, params: dict | None = None, seed: int = 0):
 
 def _whole(value) -> bool:
     return type(value) is int or isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_sync_window(sync_window) -> None:
+    """A synchronisation window is a whole number of cycles from 1 (exact) to MAX_SYNC_WINDOW."""
+    if not _whole(sync_window) or not 1 <= sync_window <= MAX_SYNC_WINDOW:
+        raise GpusimError(f"--sync-window {shown(sync_window, 40)}: expected a whole number of cycles from 1 (exact) "
+                          f"to {MAX_SYNC_WINDOW}")
 
 
 def check_options(*, scheduler, simt, sms, seed, memory, params, max_instructions) -> None:
@@ -197,7 +206,7 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
         observer=None, max_instructions: int | None = MAX_INSTRUCTIONS, on_count=None,
         sample: str = "auto", progress=None, interrupt=None, threads=None, regs: int | None = None,
         smem: int | None = None, dynamic_smem: int | None = None, carveout: int | None = None,
-        grid=None) -> RunResult:
+        grid=None, sync_window: int = 1) -> RunResult:
     """Simulate a workload on one architecture and return its metrics. `memory` is "hierarchy" (L1, L2, DRAM
     with latency and bandwidth), "fixed" (every access takes the L1-hit or shared latency) or a model object.
     A YAML kernel of more than `max_instructions` warp-instructions (None: no limit) is refused before it runs;
@@ -213,11 +222,15 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
     Launch overrides (None: as the workload says; see gpusim.workload.overrides for the rules): `threads` and
     `grid` an int or 1 to 3 ints (x, y, z), `regs` registers per thread, `smem` and `dynamic_smem` static and
     dynamic shared memory per block in bytes, `carveout` the percent of the unified L1/shared memory preferred
-    for shared memory (it sets the resident blocks and the L1 capacity). The record's "launch" shows them."""
+    for shared memory (it sets the resident blocks and the L1 capacity). The record's "launch" shows them.
+    `sync_window`: 1 (exact) steps the SMs in time order; W > 1 lets each SM run up to W cycles ahead of the
+    others, which is faster on many SMs and slightly off (README: lax synchronisation; the record's
+    "sync_window" says what the run used: 1 for a launch with clusters)."""
     check_options(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, params=params,
                   max_instructions=max_instructions)
     overrides = check_launch_overrides(threads=threads, grid=grid, regs=regs, smem=smem, dynamic_smem=dynamic_smem,
                                        carveout=carveout)
+    check_sync_window(sync_window)
     seed, sms = int(seed), None if sms is None else int(sms)  # (numpy integers are accepted as plain ones)
     if not isinstance(workload, (str, Path, Kernel, TraceKernel)):
         raise GpusimError(f"workload {shown(workload, 40)}: expected a path (a workload .yaml, a trace or a "
@@ -234,7 +247,7 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
         raise GpusimError(f"interrupt {shorten(interrupt, 40)}: expected a callable")
     options = dict(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, observer=observer,
                    max_instructions=max_instructions, on_count=on_count, sample=sample, progress=progress,
-                   interrupt=interrupt)
+                   interrupt=interrupt, sync_window=int(sync_window))
     if isinstance(workload, (str, Path)) and is_command_list(workload):
         reject_trace_params(workload, params)
         return _run_command_list(Path(workload), spec, overrides, **options)
@@ -255,7 +268,7 @@ def _with_overrides(overrides: LaunchOverrides, fn, *args, **kwargs):
 
 def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, max_instructions,
                 on_count, sample="off", block_limit=None, progress=None, interrupt=None, stagger=0,
-                shadow_l2=0) -> RunResult:
+                shadow_l2=0, sync_window=1) -> RunResult:
     started = time.perf_counter()
     traced = isinstance(kernel, TraceKernel)
     warnings = [] if traced else list(kernel.warnings)  # a YAML kernel's own (e.g. a launch dimension floored)
@@ -279,7 +292,7 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
             raise GpusimError(f"{kernel.source}: {refused}")
     env = simpy.Environment()
     gpu = build_gpu(spec, env, kernel, scheduler=scheduler, sms=sms, memory=memory, observer=observer,
-                    stream_factory=stream_factory, block_limit=block_limit, stagger=stagger)
+                    stream_factory=stream_factory, block_limit=block_limit, stagger=stagger, sync_window=sync_window)
     if shadow_l2 and hasattr(gpu.memory, "use_shadow_l2"):  # a sampled run's (see sampling.reuse)
         gpu.memory.use_shadow_l2(shadow_l2)
     mix = None
@@ -299,7 +312,7 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
         if plan.sampled:
             result = _run_sampled(kernel, spec, plan, mix, started, list(warnings), scheduler=scheduler, simt=simt,
                                   sms=sms, seed=seed, memory=memory, observer=observer, progress=progress,
-                                  interrupt=interrupt)
+                                  interrupt=interrupt, sync_window=sync_window)
             unsettled = sampling_unsettled(result.sampling) if not result.partial else ""
             if sample == "on" or not unsettled:
                 return result
@@ -312,7 +325,7 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
                 return attrs.evolve(result, warnings=result.warnings + [note])
             full = _run_kernel(kernel, spec, scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory,
                                observer=observer, max_instructions=max_instructions, on_count=None, sample="off",
-                               progress=progress, interrupt=interrupt)
+                               progress=progress, interrupt=interrupt, sync_window=sync_window)
             note = f"--sample auto: {unsettled}; simulated in full"
             return attrs.evolve(full, warnings=full.warnings + [note],
                                 sampling={"method": "full", "detail": note, "rejected_sample": result.sampling},
@@ -346,7 +359,7 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
                      wall_seconds=time.perf_counter() - started, warnings=warnings, unknown_opcodes=unknown,
                      sampling=None if block_limit is not None else
                      {"method": "full", "detail": plan.reason if sample != "off" else "--sample off"},
-                     partial=interrupted is not None, interrupted=interrupted)
+                     partial=interrupted is not None, interrupted=interrupted, sync_window=gpu.sync_window)
 
 
 def _progress_start(progress, kernel, gpu, mix):
@@ -495,7 +508,8 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                          wall_seconds=time.perf_counter() - started, warnings=warnings, partial=True,
                          interrupted={"cycle": 0, "blocks_retired": 0, "blocks": kernel.launch.nblocks},
                          sampling={"method": plan.method, "detail": plan.reason + "; interrupted before the "
-                                   "reduced runs finished: nothing to project"})
+                                   "reduced runs finished: nothing to project"},
+                         sync_window=options.get("sync_window", 1))
     finally:
         stop = getattr(progress, "stop", None)
         if callable(stop):
@@ -575,5 +589,6 @@ def _run_command_list(path: Path, spec, overrides: LaunchOverrides = LaunchOverr
                      wall_seconds=time.perf_counter() - started, warnings=warnings, notes=notes,
                      unknown_opcodes=dict(sorted(unknown.items(), key=lambda kv: (-kv[1], kv[0]))), kernels=records,
                      partial=results[-1].partial if results else False,
+                     sync_window=max((r.sync_window for r in results), default=options.get("sync_window", 1)),
                      interrupted=None if not results or results[-1].interrupted is None else
                      {"kernel": len(results), "kernels": kernels, **results[-1].interrupted})

@@ -49,9 +49,13 @@ class GPU:
     """The simulated device for one kernel launch."""
 
     def __init__(self, spec, env: simpy.Environment, kernel, *, scheduler: str = DEFAULT_POLICY, sms: int | None = None,
-                 memory=None, observer=None, stream_factory=None, block_limit: int | None = None, stagger: int = 0):
+                 memory=None, observer=None, stream_factory=None, block_limit: int | None = None, stagger: int = 0,
+                 sync_window: int = 1):
         """`block_limit`: launch only the grid's first blocks (a sampled run); the kernel is otherwise as written.
-        `stagger`: the first blocks start spread over this many cycles (see Dispatcher)."""
+        `stagger`: the first blocks start spread over this many cycles (see Dispatcher). `sync_window`: 1 steps
+        the SMs in time order (exact); W > 1 lets each SM run to the end of the current W-cycle window before the
+        next SM is stepped (see clock), where the launch has no clusters (whose SMs wait on each other);
+        `self.sync_window` says what the run uses."""
         self.spec, self.env, self.kernel = spec, env, kernel
         launch = kernel.launch
         try:
@@ -80,6 +84,9 @@ class GPU:
             nblocks = sum(len(c) for c in clusters)
         self.dispatcher = Dispatcher(nblocks, self.occupancy.blocks_per_sm, interleave_by_gpc(by_gpc),
                                      spec.frontend.block_launch_cycles, stagger, clusters, by_gpc)
+        self.sync_window = 1
+        if sync_window > 1 and clusters is None:
+            self.sync_window = sync_window
         self._ages = itertools.count()
         self._stream = stream_factory or BlockStreams(kernel)
         self.end_cycle = 0
@@ -141,7 +148,14 @@ class GPU:
         simulated time advances straight to the next such cycle. One process for all SMs keeps the event count
         at the number of distinct busy cycles rather than one event per SM wake-up. `poll(cycle)`, if given, is
         called every POLL_STEPS SM steps, once every SM is done with the cycle (a safe point); when it returns
-        True the process ends there."""
+        True the process ends there.
+
+        With a synchronisation window W > 1 (lax synchronisation, as in Graphite, Miller et al., HPCA 2010, and
+        the bound phase of ZSim, Sanchez and Kozyrakis, ISCA 2013), an SM stepped at cycle t goes on stepping
+        itself up to the end of t's W-cycle window before the next SM is stepped. Its state stays in the host's
+        caches (a 132-SM GPU's does not fit them), at the cost of SMs meeting in the L2 and DRAM up to W cycles
+        out of order: a request that reaches a unit after a later one waits behind it. Within an SM nothing
+        changes (its next block still starts on time: a retired block's successor goes to the same SM)."""
         # A calendar: the SMs due at each cycle in the order they were scheduled (a list per cycle), and a heap of
         # the cycles that have any. Each step costs a list append and, per distinct cycle, a heap operation, so
         # the clock's work does not grow with the SM count (a scan for the earliest SM would, per step).
@@ -156,6 +170,10 @@ class GPU:
                     heappush(cycles, now)
                 due[now].append(index)
         countdown = POLL_STEPS
+        window = self.sync_window
+        hierarchy: MemoryHierarchy | None = self.memory if type(self.memory) is MemoryHierarchy else None
+        if hierarchy is not None:
+            hierarchy.horizon = float(now)
         while cycles:
             t = heappop(cycles)
             if t > now:
@@ -165,13 +183,21 @@ class GPU:
                         return
                 yield env.timeout(t - now)
                 now = t
+                if hierarchy is not None:  # no SM steps before t from now on
+                    hierarchy.horizon = float(t)
             batch = due[t]
             position = 0
             while position < len(batch):  # an SM due again this cycle joins the end of the batch
                 index = batch[position]
                 position += 1
-                nxt = sms[index].step(t)
+                sm = sms[index]
+                nxt = sm.step(t)
                 countdown -= 1
+                if window > 1:  # lax synchronisation: on to the end of this window before the next SM is stepped
+                    end = t - t % window + window
+                    while t < nxt < end:
+                        nxt = sm.step(nxt)
+                        countdown -= 1
                 if nxt == INF:
                     continue
                 if nxt <= t:

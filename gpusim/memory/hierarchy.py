@@ -27,7 +27,11 @@
   Capacities and latencies stay those of the whole chip.
 
 Latencies are the arch's load-to-use figures for each level (what pointer-chase benchmarks measure), plus any
-queueing and transfer time. Requests arrive in nondecreasing time across the GPU, so queues stay causal.
+queueing and transfer time. Each unit is modelled by the cycle it is next free: a request starts at the later of
+its arrival and that cycle, so no unit serves a request before it arrives or exceeds its rate. Requests reach
+the shared units (L2 slices, DRAM channels) nearly in time order: out of it by as long as an SM's load/store queue
+holds them (and a DRAM read by its L2 slice's queue), and by up to the synchronisation window in a
+lax-synchronised run (gpusim.engine.gpu); one that comes after a request made later waits behind it.
 """
 
 from __future__ import annotations
@@ -108,6 +112,9 @@ class MemoryHierarchy:
         self.channel_rate: float = dram_bytes_per_clock / mem.dram.channels
         self.channel_read_rate: float = self.channel_rate * mem.dram.read_efficiency
         self.channel_write_rate: float = self.channel_rate * mem.dram.write_efficiency
+        # the earliest cycle any later request can be made at (the GPU's clock sets it; -1: not driven by one, then
+        # the request's own cycle): L2 entries in flight are forgotten only once their data is back by then
+        self.horizon: float = -1.0
         self.data_free: list[int] = [0] * sms  # first free cycle of each SM's L1TEX data stage
         self.port_free: list[float] = [0.0] * sms  # each SM's port to L2: when it is next free
         self.port_rate: float = float(mem.l2.sm_bytes_per_clock)
@@ -494,7 +501,11 @@ class MemoryHierarchy:
         else:
             pending[key] = (back, mask)
         if len(pending) > self.l2_pending_limit[index]:
-            for expired in [k for k, e in pending.items() if e[0] <= now]:
+            # an entry goes once no later request can come before its data is back: forgotten earlier, a request
+            # made before that (another SM's, not yet stepped) would find the line's tags and take it as a hit
+            horizon = self.horizon
+            floor = now if horizon < 0 or horizon > now else int(horizon)
+            for expired in [k for k, e in pending.items() if e[0] <= floor]:
                 del pending[expired]
             self.l2_pending_limit[index] = 2 * len(pending) + 1024
 
