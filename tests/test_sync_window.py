@@ -142,3 +142,17 @@ def test_the_measuring_script_refuses_bad_arguments_in_one_line(argv, says):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("sync_window.py: ") and says in done.stderr
+
+
+def test_a_lax_run_stops_at_the_end_of_a_window():
+    """Ctrl-C (an interrupt) stops a lax run where every SM has been stepped to the same cycle: the last of a
+    window, which the partial record names."""
+    asked = []
+
+    def interrupt() -> bool:
+        asked.append(1)
+        return len(asked) >= 3
+
+    result = run(GEMM, "h100", params=SMALL_GEMM, sms=32, sync_window=64, interrupt=interrupt)
+    assert result.partial and result.interrupted["cycle"] % 64 == 63
+    assert result.metrics["gpu_sim_cycle"] == result.interrupted["cycle"]

@@ -147,8 +147,8 @@ class GPU:
         result arrives, a block starts); SMs due at the same cycle run in the order they were scheduled, and
         simulated time advances straight to the next such cycle. One process for all SMs keeps the event count
         at the number of distinct busy cycles rather than one event per SM wake-up. `poll(cycle)`, if given, is
-        called every POLL_STEPS SM steps, once every SM is done with the cycle (a safe point); when it returns
-        True the process ends there.
+        called every POLL_STEPS SM steps, once every SM is done with the cycle (a safe point; lax-synchronised, the
+        last cycle of a window); when it returns True the process ends there.
 
         With a synchronisation window W > 1 (lax synchronisation, as in Graphite, Miller et al., HPCA 2010, and
         the bound phase of ZSim, Sanchez and Kozyrakis, ISCA 2013), an SM stepped at cycle t goes on stepping
@@ -177,9 +177,11 @@ class GPU:
         while cycles:
             t = heappop(cycles)
             if t > now:
-                if countdown <= 0 and poll is not None:
+                # a safe point: every SM is done with `now`; lax-synchronised, only where t enters a new window,
+                # when every SM has been stepped to the end of the one `now` is in
+                if countdown <= 0 and poll is not None and (window == 1 or t - t % window != now - now % window):
                     countdown = POLL_STEPS
-                    if poll(now):
+                    if poll(now if window == 1 else now - now % window + window - 1):
                         return
                 yield env.timeout(t - now)
                 now = t
