@@ -382,12 +382,18 @@ def test_shipped_workloads_respect_every_physical_limit(arch):
     """No rate above its peak, no load faster than its level's latency, bytes conserved between levels: every
     shipped workload at a small size on every arch (hierarchy memory model, 2 SMs) that has its instructions
     (one that uses asynchronous copies or warpgroup MMA the arch lacks is refused, not run)."""
+    check_shipped_workloads(arch, sms=2)
+
+
+def check_shipped_workloads(arch: str, **options) -> None:
+    """Every shipped workload at its SMALL size that `arch` has the instructions for, run with `options` (gpusim.run's):
+    no physical limit broken (gpusim.stats.invariants.violations), a finite cycle count."""
     spec = gpusim.load_arch(arch)
     for name, params in SMALL.items():
         infos = program_infos(load_workload(REPO / "workloads" / name, params).program)
         if refusal(infos, spec.name, spec.compute_capability):
             continue
-        result = run(REPO / "workloads" / name, arch, sms=2, params=params)
+        result = run(REPO / "workloads" / name, arch, params=params, **options)
         broken = violations(result.metrics, spec)
         assert not broken, (name, broken)
         assert math.isfinite(result.metrics["gpu_sim_cycle"])

@@ -93,7 +93,7 @@ def print_run(result) -> None:
                                                      f"warp-inst simulated, error ~{sampling['error_estimate_pct']:.1f}%"))
     elif sampling:
         rows.append(("sampled", "no, simulated in full (why: the record's sampling.detail)"))
-    if getattr(result, "sync_window", 1) > 1:
+    if result.sync_window > 1:
         rows.append(("SM synchronisation", f"lax: SMs up to {result.sync_window} cycles apart (--sync-window)"))
     for row in rows:
         summary.add_row(*row)
