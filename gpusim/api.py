@@ -509,7 +509,7 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                          interrupted={"cycle": 0, "blocks_retired": 0, "blocks": kernel.launch.nblocks},
                          sampling={"method": plan.method, "detail": plan.reason + "; interrupted before the "
                                    "reduced runs finished: nothing to project"},
-                         sync_window=options.get("sync_window", 1))
+                         sync_window=options["sync_window"])
     finally:
         stop = getattr(progress, "stop", None)
         if callable(stop):
@@ -589,6 +589,6 @@ def _run_command_list(path: Path, spec, overrides: LaunchOverrides = LaunchOverr
                      wall_seconds=time.perf_counter() - started, warnings=warnings, notes=notes,
                      unknown_opcodes=dict(sorted(unknown.items(), key=lambda kv: (-kv[1], kv[0]))), kernels=records,
                      partial=results[-1].partial if results else False,
-                     sync_window=max((r.sync_window for r in results), default=options.get("sync_window", 1)),
+                     sync_window=max((r.sync_window for r in results), default=options["sync_window"]),
                      interrupted=None if not results or results[-1].interrupted is None else
                      {"kernel": len(results), "kernels": kernels, **results[-1].interrupted})
