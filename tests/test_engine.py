@@ -242,7 +242,7 @@ class InvariantObserver:
         assert key not in self.seen, f"two issues on {key}"
         self.seen.add(key)
         for name in inst.src + inst.dst:
-            entry = warp.regs.get(name)
+            entry = warp.register_ready(name)
             assert entry is None or entry[0] <= now, f"{inst} issued at {now} before {name} ready at {entry[0]}"
         self.issues += 1
 

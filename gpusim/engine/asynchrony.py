@@ -51,6 +51,8 @@ from ..workload.opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY
                                 MBARRIER_WAIT, MMA, TMEM_ALLOC, TMEM_COPY, TMEM_FREE, TMEM_LOAD, TMEM_STORE,
                                 TMEM_STORE_WAIT, UMMA, UMMA_COMMIT, WAIT_COPIES, WAIT_MMA, WARPS_PER_WARPGROUP)
 from . import clusters, tensor_memory
+from .timing import BOARDS
+from .warp import scoreboard_entry
 
 LONG, WAIT = "long_scoreboard", "wait"
 PARKED = -1  # `issue`'s answer for a warp that waits on an mbarrier phase not yet complete
@@ -252,7 +254,7 @@ def _tcgen05(sp: Any, warp: Any, inst: Any, kind: str, now: int) -> int:
     if kind == TMEM_LOAD or kind == TMEM_STORE:
         ready, start = tensor_memory.transfer(sp, warp, inst, now)
         if kind == TMEM_LOAD:
-            entry = (ready, tensor_memory.SHORT)  # tcgen05.wait::ld: the registers' scoreboard
+            entry = scoreboard_entry(ready, BOARDS.index(tensor_memory.SHORT))  # tcgen05.wait::ld: their scoreboard
             for name in inst.dst:
                 warp.regs[name] = entry
         else:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from ..stats.counters import SMCounters
 from . import asynchrony, clusters
 from .scheduler import LooseRoundRobin, Policy
-from .timing import LONG, NONE, PIPES, OpTiming, TimingTable
+from .timing import BOARD_BITS, LONG, NONE, PIPES, OpTiming, TimingTable
 from ..memory.hierarchy import MemoryHierarchy
 from ..workload.inst import WarpInst, next_inst
 from .warp import Warp, accumulating_operands_ready, operands_ready
@@ -32,6 +32,11 @@ FULL_MASK: Final = 0xFFFFFFFF  # every lane of a warp active: workload.kernel.FU
 # compiled: a Final name is a C static, so a call needs no lookup in the module's globals
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
+# A sleeping warp's heap entry is (key, warp), the key one int: its wake-up cycle << WAKE_SHIFT | the sub-partition's
+# count of warps put to sleep so far (the tie-breaker: equal wake-ups keep insertion order; it wraps after 2**31,
+# harmlessly) << 1 | 1 if it retires on waking. Entries then compare on one int, and a sleep allocates one 2-tuple.
+WAKE_SHIFT: Final = 32
+ORDER_MASK: Final = (1 << WAKE_SHIFT) - 2
 
 
 class SubPartition:
@@ -46,7 +51,7 @@ class SubPartition:
         # the built-in hierarchy itself (not a subclass or another model, reached through duck typing): called natively
         self.hierarchy: MemoryHierarchy | None = memory if type(memory) is MemoryHierarchy else None
         self.ready: list[Warp] = []  # oldest first (in slot order for a policy with ready_by_slot)
-        self.heap: list[tuple[int, int, Warp, bool]] = []  # (wake-up cycle, insertion number, warp, retire)
+        self.heap: list[tuple[int, Warp]] = []  # (wake-up cycle, insertion order, retire: see WAKE_SHIFT; warp)
         self.pushed = 0  # warps put in the heap so far: the tie-breaker, so equal wake-ups keep insertion order
         self.pipe_free: list[int] = [0] * len(PIPES)  # first cycle each pipe accepts an instruction (by pipe_index)
         self.pipe_drain: list[int] = [0] * len(PIPES)  # memory pipes: when the instructions queued in them are served
@@ -113,7 +118,7 @@ class SubPartition:
     def sleep(self, warp: Warp, until: int, reason: str, retire: bool = False) -> None:
         warp.reason = reason
         self.pushed += 1
-        heappush(self.heap, (until, self.pushed, warp, retire))
+        heappush(self.heap, (until << WAKE_SHIFT | (self.pushed << 1 & ORDER_MASK) | (1 if retire else 0), warp))
         if until < self.next_at:
             self.next_at = until
 
@@ -136,13 +141,14 @@ class SubPartition:
         heap, ready, tallies = self.heap, self.ready, self.counters.tallies
         pipe_free = self.pipe_free
         observer = self.observer
-        while heap and heap[0][0] <= now:
-            t, _, warp, retire = heappop(heap)
+        while heap and heap[0][0] >> WAKE_SHIFT <= now:
+            key, warp = heappop(heap)
+            t = key >> WAKE_SHIFT
             tallies[warp.reason].cycles += t - warp.since
             if observer is not None and t > warp.since:
                 observer.state(self, warp, warp.reason, warp.since, t)
             warp.since = t
-            if retire:
+            if key & 1:  # it retires on waking
                 self.sm.retire_warp(warp, t)
                 asynchrony.check_stuck(warp)
                 continue
@@ -198,7 +204,7 @@ class SubPartition:
                                 observer.state(self, warp, NOT_SELECTED, warp.since, soon)
                             warp.since, warp.reason = soon, warp.timing.throttle
         # the next cycle this sub-partition can do anything
-        nxt = heap[0][0] if heap else INF
+        nxt = heap[0][0] >> WAKE_SHIFT if heap else INF
         if ready:
             soon = now + 1
             for warp in ready:
@@ -266,7 +272,7 @@ class SubPartition:
                 if ready_at > warp.store_done:
                     warp.store_done = ready_at
             if inst.dst:
-                entry = (ready_at, timing.board)
+                entry = ready_at << BOARD_BITS | timing.board_code  # (warp.scoreboard_entry, inline)
                 for name in inst.dst:
                     regs[name] = entry
             if timing.async_kind and inst.operands is not None:
@@ -275,7 +281,7 @@ class SubPartition:
             if pipe:  # index 0: no pipe, only the issue slot
                 self.pipe_free[pipe] = now + timing.interval
             if inst.dst and timing.board != NONE:
-                entry = (now + timing.latency, timing.board)
+                entry = (now + timing.latency) << BOARD_BITS | timing.board_code
                 for name in inst.dst:
                     regs[name] = entry
             if timing.async_kind and inst.operands is not None:
@@ -292,8 +298,8 @@ class SubPartition:
                 asynchrony.cancel_park(warp)
             done = warp.store_done
             for entry in regs.values():
-                if entry[0] > done:
-                    done = entry[0]
+                if entry >> BOARD_BITS > done:
+                    done = entry >> BOARD_BITS
             if done > nxt:
                 self.sleep(warp, done, "drain", retire=True)
             else:
@@ -333,7 +339,7 @@ class SubPartition:
             self.ready.remove(warp)
             warp.reason = board
             self.pushed += 1
-            heappush(self.heap, (ready_at, self.pushed, warp, False))
+            heappush(self.heap, (ready_at << WAKE_SHIFT | (self.pushed << 1 & ORDER_MASK), warp))
             if ready_at < self.next_at:
                 self.next_at = ready_at
             if board == LONG:

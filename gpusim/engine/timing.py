@@ -21,6 +21,12 @@ WAIT: Final = "wait"
 SHORT: Final = "short_scoreboard"
 LONG: Final = "long_scoreboard"
 NONE: Final = "none"
+# A warp's scoreboard holds, per register, one int: the cycle its value is ready shifted up by BOARD_BITS, with the
+# scoreboard it waits on (its index in BOARDS) in the low bits (a tuple per write cost an allocation the garbage
+# collector tracks, on every result-writing instruction)
+BOARDS: Final = (WAIT, SHORT, LONG)
+BOARD_BITS: Final = 2
+BOARD_MASK: Final = (1 << BOARD_BITS) - 1
 MATH_THROTTLE, MIO_THROTTLE, LG_THROTTLE = "math_pipe_throttle", "mio_throttle", "lg_throttle"
 HMMA_16816_FLOPS = 2 * 16 * 8 * 16  # the shape assumed for a tensor opcode that names none
 FP32_FLOPS = {"FFMA": 2, "FADD": 1, "FMUL": 1, "FFMA2": 4, "FADD2": 2, "FMUL2": 2}  # per thread
@@ -37,7 +43,7 @@ class OpTiming:
     """How one opcode issues. A plain typed class rather than attrs: the compiled engine reads these fields
     as native struct slots on every issue."""
 
-    __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "throttle", "is_memory", "is_branch",
+    __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "board_code", "throttle", "is_memory", "is_branch",
                  "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops",
                  "tensor_pipe_flops", "async_kind", "commits", "chains", "refused")
 
@@ -48,6 +54,7 @@ class OpTiming:
         self.interval = interval  # cycles the pipe stays busy for one warp-instruction
         self.latency = latency  # cycles until a fixed-latency result is ready (memory: the memory model decides)
         self.board = board  # WAIT / SHORT / LONG for results; NONE for instructions without a register result
+        self.board_code = BOARDS.index(board) if board in BOARDS else 0  # its index in BOARDS (see BOARD_BITS)
         self.throttle = throttle  # stall reason while the pipe is busy
         self.is_memory = is_memory
         self.is_branch = is_branch

@@ -5,41 +5,47 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..workload.inst import WarpInst
-from .timing import OpTiming
+from .timing import BOARD_BITS, BOARD_MASK, BOARDS, OpTiming
 
 if TYPE_CHECKING:
     from .sm import Block
     from .subpartition import SubPartition
 
 
-def accumulating_operands_ready(regs: dict[str, tuple[int, str]], inst: WarpInst, earliest: int) -> tuple[int, str]:
+def accumulating_operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple[int, str]:
     """As operands_ready, for a warpgroup MMA: its accumulators (the registers it writes, read or not) are left out,
     since the tensor core orders the writes to them itself (wgmma.mma_async chains on its accumulators without a
     wait; reading them outside the MMA waits for them as usual)."""
-    ready, board = earliest, "wait"
+    ready, code = earliest, 0
     dst = inst.dst
     for name in inst.src:
         if name in dst:
             continue
         entry = regs.get(name)
-        if entry is not None and entry[0] > ready:
-            ready, board = entry
-    return ready, board
+        if entry is not None and entry >> BOARD_BITS > ready:
+            ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
+    return ready, BOARDS[code]
 
 
-def operands_ready(regs: dict[str, tuple[int, str]], inst: WarpInst, earliest: int) -> tuple[int, str]:
+def operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple[int, str]:
     """(cycle `inst`'s sources and destinations are all ready, no earlier than `earliest`; the scoreboard of
-    the register that decides it). Destinations count too: a write must wait for a pending write."""
-    ready, board = earliest, "wait"
+    the register that decides it). Destinations count too: a write must wait for a pending write. `regs`: the
+    warp's scoreboard, register -> ready cycle << BOARD_BITS | the scoreboard's index in BOARDS."""
+    ready, code = earliest, 0
     for name in inst.src:
         entry = regs.get(name)
-        if entry is not None and entry[0] > ready:
-            ready, board = entry
+        if entry is not None and entry >> BOARD_BITS > ready:
+            ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
     for name in inst.dst:
         entry = regs.get(name)
-        if entry is not None and entry[0] > ready:
-            ready, board = entry
-    return ready, board
+        if entry is not None and entry >> BOARD_BITS > ready:
+            ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
+    return ready, BOARDS[code]
+
+
+def scoreboard_entry(ready: int, board_code: int) -> int:
+    """A scoreboard value: the cycle a register is ready and the scoreboard it waits on (see operands_ready)."""
+    return ready << BOARD_BITS | board_code
 
 
 NO_TIMING = OpTiming(None, 1, 1, "none", "misc", False, False, False, "misc", False)  # before the first fetch
@@ -61,7 +67,7 @@ class Warp:
         self.age = age  # launch order across the GPU
         self.stream = stream
         bind = getattr(stream, "bind", None)
-        self.regs: dict[str, tuple[int, str]] = {}  # register -> (cycle its value is ready, scoreboard)
+        self.regs: dict[str, int] = {}  # register -> cycle its value is ready << BOARD_BITS | scoreboard (BOARDS)
         if bind is not None:  # independent thread scheduling picks paths by register readiness
             bind(self.regs)
         self.inst: WarpInst | None = None  # the next instruction, fetched but not issued
@@ -86,6 +92,14 @@ class Warp:
         if inst.bank_conflicts:
             ready += self.sp.operand_collector_cycles(inst)
         return ready, board
+
+    def register_ready(self, name: str) -> tuple[int, str] | None:
+        """(cycle register `name`'s pending value is ready, the scoreboard a reader waits on), None if nothing was
+        written to it: the scoreboard as an observer reads it."""
+        entry = self.regs.get(name)
+        if entry is None:
+            return None
+        return entry >> BOARD_BITS, BOARDS[entry & BOARD_MASK]
 
     def __repr__(self) -> str:
         return f"Warp(gid={self.gid}, slot={self.slot}, reason={self.reason})"

@@ -183,16 +183,16 @@ class MemoryHierarchy:
             base, offsets = inst.address_key()
         else:
             base, offsets = lane_offsets(self._local(inst))
-        by_line, sectors = self._lines(base, offsets, info.width, inst.mask)
+        first, by_line, sectors = self._lines(base, offsets, info.width, inst.mask)
         if info.is_atomic:
-            return self._atomic(sm, inst, by_line, now)
+            return self._atomic(sm, inst, first, by_line, now)
         if info.is_store:
-            return self._store(sm, by_line, sectors, now)
+            return self._store(sm, first, by_line, sectors, now)
         if info.base == "LDGSTS":  # cp.async: a load whose data is written to shared memory, not registers
             self.ldgsts_requests += 1
             self.ldgsts_sectors += sectors
-            return self._load(sm, by_line, sectors, now, allocate=".BYPASS" not in info.opcode)
-        return self._load(sm, by_line, sectors, now)
+            return self._load(sm, first, by_line, sectors, now, allocate=".BYPASS" not in info.opcode)
+        return self._load(sm, first, by_line, sectors, now)
 
     def _data_stage(self, sm: int, wavefronts: int, now: int) -> int:
         """Queue `wavefronts` passes through the SM's L1TEX data stage (one per clock); return the first one's
@@ -222,10 +222,11 @@ class MemoryHierarchy:
         a = inst.addrs
         return LOCAL_BASE + inst.warp * LOCAL_REGION + (a // 4) * 128 + lane * 4 + a % 4
 
-    def _lines(self, base: int, offsets: bytes, width: int, mask: int) -> tuple[list[tuple[int, int]], int]:
-        """([(line, mask of the sectors wanted in it)], number of sectors) for one warp-level access: lane 0 at
-        `base`, the lanes' offsets from it as int64 bytes. The pattern relative to the first lane's line is
-        computed once per (width, mask, offset in the line, lane offsets)."""
+    def _lines(self, base: int, offsets: bytes, width: int, mask: int) -> tuple[int, tuple[tuple[int, int], ...], int]:
+        """(lane 0's line, ((line relative to it, mask of the sectors wanted in it), ...), number of sectors) for
+        one warp-level access: lane 0 at `base`, the lanes' offsets from it as int64 bytes. The pattern relative to
+        the first lane's line is computed once per (width, mask, offset in the line, lane offsets) and shared, so
+        an access allocates nothing for it."""
         line_bytes = self.line_bytes
         base_line, offset = divmod(base, line_bytes)
         key = (width, mask, offset, offsets)
@@ -241,12 +242,12 @@ class MemoryHierarchy:
                 by_line[line] = by_line.get(line, 0) | (1 << (sec - line * per_line))
             pattern = self._line_memo[key] = (tuple(by_line.items()), len(sectors))
         relative, count = pattern
-        return [(base_line + line, m) for line, m in relative], count
+        return base_line, relative, count
 
-    def _load(self, sm: int, by_line: list[tuple[int, int]], sectors: int, now: int,
+    def _load(self, sm: int, first: int, by_line: tuple[tuple[int, int], ...], sectors: int, now: int,
               allocate: bool = True) -> tuple[int, int]:
         """A global or local load (and cp.async's read: `allocate` False for LDGSTS.BYPASS, cp.async.cg, which
-        neither hits in nor fills the L1)."""
+        neither hits in nor fills the L1). `by_line`: the lines (relative to line `first`) and their sectors."""
         self.ld_requests += 1
         if not sectors:
             return now + self.l1_hit_latency, 0
@@ -258,7 +259,8 @@ class MemoryHierarchy:
         ready, level = start + lines - 1 + self.l1_hit_latency, L1
         hits = merged = 0
         missing: list[tuple[int, int]] = []
-        for line, mask in by_line:
+        for relative, mask in by_line:
+            line = first + relative
             inflight = mshr.get(line)
             if inflight is not None and inflight[0] > now:
                 pending = inflight[2] & mask
@@ -329,7 +331,8 @@ class MemoryHierarchy:
         self.mshr_stalls += 1
         return max(0, order[min(live - 1, live + needed - limit - 1)][0] - now)
 
-    def _store(self, sm: int, by_line: list[tuple[int, int]], sectors: int, now: int) -> tuple[int, int]:
+    def _store(self, sm: int, first: int, by_line: tuple[tuple[int, int], ...], sectors: int,
+               now: int) -> tuple[int, int]:
         self.st_requests += 1
         self.st_sectors += sectors
         if not sectors:
@@ -338,14 +341,15 @@ class MemoryHierarchy:
         start = self._data_stage(sm, lines, now)
         done = start + lines
         count = self.sector_count
-        for line, mask in by_line:
+        for relative, mask in by_line:
             leave = self._port(sm, count[mask] * self.sector, start)
-            t, _lvl = self._l2_access(line, mask, leave, write=True)
+            t, _lvl = self._l2_access(first + relative, mask, leave, write=True)
             if t > done:
                 done = t
         return done, start + lines - now
 
-    def _atomic(self, sm: int, inst: WarpInst, by_line: list[tuple[int, int]], now: int) -> tuple[int, int]:
+    def _atomic(self, sm: int, inst: WarpInst, first: int, by_line: tuple[tuple[int, int], ...],
+                now: int) -> tuple[int, int]:
         """Atomics are performed at the line's L2 slice. Lanes updating the same address serialize there,
         one update per `atomic_cycles`; different addresses proceed at the slice's bandwidth."""
         self.atom_requests += 1
@@ -358,7 +362,8 @@ class MemoryHierarchy:
         start = self._data_stage(sm, lines, now)
         done = now + self.l2_hit_latency
         hottest = self._hottest_address_per_line(inst)
-        for line, mask in by_line:
+        for relative, mask in by_line:
+            line = first + relative
             leave = self._port(sm, count[mask] * self.sector, start)
             updates = hottest.get(line, 1)
             t, _lvl = self._l2_access(line, mask, leave, write=True, atomic=updates)
@@ -570,7 +575,7 @@ class MemoryHierarchy:
                               f"memory cannot be simulated on it")
         info = inst.info
         base, offsets = inst.address_key()
-        _by_line, sectors = self._lines(base, offsets, info.width, inst.mask)
+        _first, _by_line, sectors = self._lines(base, offsets, info.width, inst.mask)
         op = 2 if info.is_atomic else 1 if info.is_store else 0
         self.dsmem_requests[op] += 1
         self.dsmem_sectors[op] += sectors
