@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..workload.inst import WarpInst
-from .timing import BOARD_BITS, BOARD_MASK, BOARDS, OpTiming
+from .timing import BOARD_BITS, BOARD_MASK, LONG, SHORT, WAIT, OpTiming
 
 if TYPE_CHECKING:
     from .sm import Block
@@ -24,7 +24,7 @@ def accumulating_operands_ready(regs: dict[str, int], inst: WarpInst, earliest: 
         entry = regs.get(name)
         if entry is not None and entry >> BOARD_BITS > ready:
             ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
-    return ready, BOARDS[code]
+    return ready, board_name(code)
 
 
 def operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple[int, str]:
@@ -40,7 +40,13 @@ def operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple
         entry = regs.get(name)
         if entry is not None and entry >> BOARD_BITS > ready:
             ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
-    return ready, BOARDS[code]
+    return ready, board_name(code)
+
+
+def board_name(code: int) -> str:
+    """The scoreboard BOARDS[code] names (compiled: a chain of comparisons on interned constants, where indexing
+    the Final tuple would build it anew at each use)."""
+    return WAIT if code == 0 else SHORT if code == 1 else LONG
 
 
 def scoreboard_entry(ready: int, board_code: int) -> int:
@@ -99,7 +105,7 @@ class Warp:
         entry = self.regs.get(name)
         if entry is None:
             return None
-        return entry >> BOARD_BITS, BOARDS[entry & BOARD_MASK]
+        return entry >> BOARD_BITS, board_name(entry & BOARD_MASK)
 
     def __repr__(self) -> str:
         return f"Warp(gid={self.gid}, slot={self.slot}, reason={self.reason})"

@@ -90,8 +90,11 @@ class MemoryHierarchy:
         self.dram_latency: int = mem.dram.latency
         self.l1_bytes = l1_bytes
         self.l1 = [SectoredCache(l1_bytes, mem.l1.line_bytes, self.sector, mem.l1.associativity) for _ in range(sms)]
-        # line -> (data ready, level, mask of the sectors in flight)
-        self.mshr: list[dict[int, tuple[int, int, int]]] = [{} for _ in range(sms)]
+        # line -> one int: (data ready << 2 | level) << mshr_shift | mask of the sectors in flight (a tuple an
+        # entry was an allocation the garbage collector tracks, at every L1 miss)
+        self.mshr: list[dict[int, int]] = [{} for _ in range(sms)]
+        self.mshr_shift: int = self.sectors_per_line
+        self.mshr_sectors: int = (1 << self.sectors_per_line) - 1
         self.mshr_order: list[list[tuple[int, int]]] = [[] for _ in range(sms)]  # (data ready, line), sorted
         # a share of the chip keeps that share of the slices and channels (at least one), each at its full rate,
         # and the whole L2 capacity
@@ -258,18 +261,20 @@ class MemoryHierarchy:
         busy = start + lines - now
         ready, level = start + lines - 1 + self.l1_hit_latency, L1
         hits = merged = 0
+        shift, sectors_mask = self.mshr_shift, self.mshr_sectors  # an MSHR entry's fields (see self.mshr)
         missing: list[tuple[int, int]] = []
         for relative, mask in by_line:
             line = first + relative
             inflight = mshr.get(line)
-            if inflight is not None and inflight[0] > now:
-                pending = inflight[2] & mask
+            if inflight is not None and inflight >> shift + 2 > now:
+                pending = inflight & sectors_mask & mask
                 if pending:  # merged with the miss in flight: done when its data arrives, not before
                     merged += count[pending]
-                    if inflight[0] > ready:
-                        ready = inflight[0]
-                    if inflight[1] > level:
-                        level = inflight[1]
+                    back = inflight >> shift + 2
+                    if back > ready:
+                        ready = back
+                    if inflight >> shift & 3 > level:
+                        level = inflight >> shift & 3
                     mask &= ~pending
                     if not mask:
                         continue
@@ -287,10 +292,11 @@ class MemoryHierarchy:
                 t, lvl = self._l2_access(line, mask, leave, write=False)
                 key: Any = line  # compiled: boxed once for the MSHR dict, not once each operation
                 inflight = mshr.get(key)
-                if inflight is not None and inflight[0] > now:  # other sectors of the line are in flight too
-                    mshr[key] = (max(t, inflight[0]), max(lvl, inflight[1]), inflight[2] | mask)
+                if inflight is not None and inflight >> shift + 2 > now:  # other sectors of the line are in flight
+                    back = max(t, inflight >> shift + 2)
+                    mshr[key] = (back << 2 | max(lvl, inflight >> shift & 3)) << shift | inflight & sectors_mask | mask
                 else:
-                    mshr[key] = (t, lvl, mask)
+                    mshr[key] = (t << 2 | lvl) << shift | mask
                 # into completion order (as bisect.insort would put it): misses mostly complete after the ones
                 # before them, so the place is found from the end
                 at = len(order)
@@ -320,7 +326,7 @@ class MemoryHierarchy:
         while expired < len(order) and order[expired][0] <= now:
             t, line = order[expired]
             entry = mshr.get(line)
-            if entry is not None and entry[0] == t:
+            if entry is not None and entry >> self.mshr_shift + 2 == t:  # (not since extended by a later miss)
                 del mshr[line]
             expired += 1
         if expired:
