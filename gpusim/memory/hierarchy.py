@@ -95,7 +95,9 @@ class MemoryHierarchy:
         self.mshr: list[dict[int, int]] = [{} for _ in range(sms)]
         self.mshr_shift: int = self.sectors_per_line
         self.mshr_sectors: int = (1 << self.sectors_per_line) - 1
-        self.mshr_order: list[list[tuple[int, int]]] = [[] for _ in range(sms)]  # (data ready, line), sorted
+        # the MSHR entries in completion order, as two lists side by side: the cycle each one's data is ready, its line
+        self.mshr_order_ready: list[list[int]] = [[] for _ in range(sms)]
+        self.mshr_order_line: list[list[int]] = [[] for _ in range(sms)]
         # a share of the chip keeps that share of the slices and channels (at least one), each at its full rate,
         # and the whole L2 capacity
         slices = max(1, round(mem.l2.slices * share))
@@ -105,7 +107,10 @@ class MemoryHierarchy:
         self.l2 = [SectoredCache(slice_bytes, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.associativity)
                    for _ in range(slices)]
         # per slice: line -> (cycle its DRAM data is back, mask of the sectors in flight from DRAM)
-        self.l2_pending: list[dict[int, tuple[int, int]]] = [{} for _ in range(slices)]
+        # per slice: line -> the sectors in flight from DRAM, one int: cycle they are back << pending_shift | mask
+        self.l2_pending: list[dict[int, int]] = [{} for _ in range(slices)]
+        self.pending_shift: int = widest
+        self.pending_sectors: int = (1 << widest) - 1
         self.l2_pending_limit: list[int] = [1024] * slices
         self.slice_free: list[float] = [0.0] * slices
         self.slice_rate: float = mem.l2.bandwidth_bytes_per_clock / mem.l2.slices  # bytes per core clock
@@ -262,7 +267,8 @@ class MemoryHierarchy:
         ready, level = start + lines - 1 + self.l1_hit_latency, L1
         hits = merged = 0
         shift, sectors_mask = self.mshr_shift, self.mshr_sectors  # an MSHR entry's fields (see self.mshr)
-        missing: list[tuple[int, int]] = []
+        missing: list[int] = []  # the lines missed, and the sectors missed in each (side by side)
+        missing_sectors: list[int] = []
         for relative, mask in by_line:
             line = first + relative
             inflight = mshr.get(line)
@@ -281,13 +287,15 @@ class MemoryHierarchy:
             present = l1.probe(line, mask) if allocate else 0
             hits += count[present]
             if present != mask:
-                missing.append((line, mask & ~present))
+                missing.append(line)
+                missing_sectors.append(mask & ~present)
         self.ld_sector_hits += hits
         self.l1_merged += merged
         if missing:
             busy += self._reserve_mshrs(sm, len(missing), now)
-            order = self.mshr_order[sm]
-            for line, mask in missing:
+            order_ready, order_line = self.mshr_order_ready[sm], self.mshr_order_line[sm]
+            for k in range(len(missing)):
+                line, mask = missing[k], missing_sectors[k]
                 leave = self._port(sm, count[mask] * self.sector, now)
                 t, lvl = self._l2_access(line, mask, leave, write=False)
                 key: Any = line  # compiled: boxed once for the MSHR dict, not once each operation
@@ -299,13 +307,14 @@ class MemoryHierarchy:
                     mshr[key] = (t << 2 | lvl) << shift | mask
                 # into completion order (as bisect.insort would put it): misses mostly complete after the ones
                 # before them, so the place is found from the end
-                at = len(order)
+                at = len(order_ready)
                 while at:
-                    before_t, before_line = order[at - 1]
-                    if before_t < t or (before_t == t and before_line <= line):
+                    before_t = order_ready[at - 1]
+                    if before_t < t or (before_t == t and order_line[at - 1] <= line):
                         break
                     at -= 1
-                order.insert(at, (t, line))
+                order_ready.insert(at, t)
+                order_line.insert(at, line)
                 if allocate:
                     l1.fill(line, mask)
                 if t > ready:
@@ -321,21 +330,23 @@ class MemoryHierarchy:
     def _reserve_mshrs(self, sm: int, needed: int, now: int) -> int:
         """Cycles the pipe must wait for `needed` MSHR entries (0 when enough are free). Entries are kept in
         completion order, so expired ones are dropped from the front."""
-        mshr, order, limit = self.mshr[sm], self.mshr_order[sm], self.mshr_limit
+        mshr, limit = self.mshr[sm], self.mshr_limit
+        order_ready, order_line = self.mshr_order_ready[sm], self.mshr_order_line[sm]
         expired = 0
-        while expired < len(order) and order[expired][0] <= now:
-            t, line = order[expired]
+        while expired < len(order_ready) and order_ready[expired] <= now:
+            t, line = order_ready[expired], order_line[expired]
             entry = mshr.get(line)
             if entry is not None and entry >> self.mshr_shift + 2 == t:  # (not since extended by a later miss)
                 del mshr[line]
             expired += 1
         if expired:
-            del order[:expired]
-        live = len(order)
+            del order_ready[:expired]
+            del order_line[:expired]
+        live = len(order_ready)
         if live + needed <= limit:
             return 0
         self.mshr_stalls += 1
-        return max(0, order[min(live - 1, live + needed - limit - 1)][0] - now)
+        return max(0, order_ready[min(live - 1, live + needed - limit - 1)] - now)
 
     def _store(self, sm: int, first: int, by_line: tuple[tuple[int, int], ...], sectors: int,
                now: int) -> tuple[int, int]:
@@ -464,7 +475,8 @@ class MemoryHierarchy:
         self.l2_sectors += count
         pending = self.l2_pending[index]
         entry = pending.get(line)
-        inflight = entry[1] & mask if entry is not None and entry[0] > now else 0
+        shift = self.pending_shift
+        inflight = entry & self.pending_sectors & mask if entry is not None and entry >> shift > now else 0
         present = cache.probe(line, mask & ~inflight)
         self.l2_hits += self.sector_count[present]
         queueing = done - now
@@ -473,7 +485,7 @@ class MemoryHierarchy:
         back = 0  # merged with sectors in flight from DRAM: not before they arrive
         if inflight:
             self.l2_merged += self.sector_count[inflight]
-            level, back = DRAM, entry[0] if entry is not None else 0
+            level, back = DRAM, entry >> shift if entry is not None else 0
         if write and not atomic:  # write-back L2; a full-sector write needs no read from DRAM
             level, back = L2, 0
         elif missing:
@@ -507,16 +519,17 @@ class MemoryHierarchy:
         pending = self.l2_pending[index]
         key: Any = line  # compiled: boxed once for the dict operations below
         entry = pending.get(key)
-        if entry is not None and entry[0] > now:
-            pending[key] = (max(back, entry[0]), entry[1] | mask)
+        shift = self.pending_shift
+        if entry is not None and entry >> shift > now:
+            pending[key] = max(back, entry >> shift) << shift | entry & self.pending_sectors | mask
         else:
-            pending[key] = (back, mask)
+            pending[key] = back << shift | mask
         if len(pending) > self.l2_pending_limit[index]:
             # an entry goes once no later request can come before its data is back: forgotten earlier, a request
             # made before that (another SM's, not yet stepped) would find the line's tags and take it as a hit
             horizon = self.horizon
             floor = now if horizon < 0 or horizon > now else int(horizon)
-            for expired in [k for k, e in pending.items() if e[0] <= floor]:
+            for expired in [k for k, e in pending.items() if e >> shift <= floor]:
                 del pending[expired]
             self.l2_pending_limit[index] = 2 * len(pending) + 1024
 
