@@ -43,8 +43,8 @@ class OpTiming:
     """How one opcode issues. A plain typed class rather than attrs: the compiled engine reads these fields
     as native struct slots on every issue."""
 
-    __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "board_code", "throttle", "is_memory", "is_branch",
-                 "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops",
+    __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "board_code", "throttle", "is_memory",
+                 "is_branch", "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops",
                  "tensor_pipe_flops", "async_kind", "commits", "chains", "refused")
 
     def __init__(self, pipe: str | None, interval: int, latency: int, board: str, throttle: str, is_memory: bool,

@@ -49,6 +49,8 @@ from .cache import SectoredCache
 L1: Final = 0
 L2: Final = 1
 DRAM: Final = 2
+LEVEL_BITS: Final = 2  # an MSHR entry's level field (L1, L2, DRAM)
+LEVEL_MASK: Final = (1 << LEVEL_BITS) - 1
 LOCAL_BASE: Final = 1 << 44  # where per-thread local memory is mapped (interleaved by lane, as the hardware does)
 LOCAL_REGION: Final = 1 << 24  # bytes of local memory address space per warp
 _MEMO_LIMIT: Final = 65536
@@ -90,10 +92,11 @@ class MemoryHierarchy:
         self.dram_latency: int = mem.dram.latency
         self.l1_bytes = l1_bytes
         self.l1 = [SectoredCache(l1_bytes, mem.l1.line_bytes, self.sector, mem.l1.associativity) for _ in range(sms)]
-        # line -> one int: (data ready << 2 | level) << mshr_shift | mask of the sectors in flight (a tuple an
-        # entry was an allocation the garbage collector tracks, at every L1 miss)
+        # line -> one int: data ready << mshr_ready_shift | level << mshr_level_shift | mask of the sectors in flight
+        # (a tuple an entry was an allocation the garbage collector tracks, at every L1 miss)
         self.mshr: list[dict[int, int]] = [{} for _ in range(sms)]
-        self.mshr_shift: int = self.sectors_per_line
+        self.mshr_level_shift: int = self.sectors_per_line
+        self.mshr_ready_shift: int = self.sectors_per_line + LEVEL_BITS
         self.mshr_sectors: int = (1 << self.sectors_per_line) - 1
         # the MSHR entries in completion order, as two lists side by side: the cycle each one's data is ready, its line
         self.mshr_order_ready: list[list[int]] = [[] for _ in range(sms)]
@@ -106,7 +109,6 @@ class MemoryHierarchy:
         self.l2_spec: Any = mem.l2
         self.l2 = [SectoredCache(slice_bytes, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.associativity)
                    for _ in range(slices)]
-        # per slice: line -> (cycle its DRAM data is back, mask of the sectors in flight from DRAM)
         # per slice: line -> the sectors in flight from DRAM, one int: cycle they are back << pending_shift | mask
         self.l2_pending: list[dict[int, int]] = [{} for _ in range(slices)]
         self.pending_shift: int = widest
@@ -266,21 +268,22 @@ class MemoryHierarchy:
         busy = start + lines - now
         ready, level = start + lines - 1 + self.l1_hit_latency, L1
         hits = merged = 0
-        shift, sectors_mask = self.mshr_shift, self.mshr_sectors  # an MSHR entry's fields (see self.mshr)
+        # an MSHR entry's fields (see self.mshr)
+        ready_shift, level_shift, sectors_mask = self.mshr_ready_shift, self.mshr_level_shift, self.mshr_sectors
         missing: list[int] = []  # the lines missed, and the sectors missed in each (side by side)
         missing_sectors: list[int] = []
         for relative, mask in by_line:
             line = first + relative
             inflight = mshr.get(line)
-            if inflight is not None and inflight >> shift + 2 > now:
+            if inflight is not None and inflight >> ready_shift > now:
                 pending = inflight & sectors_mask & mask
                 if pending:  # merged with the miss in flight: done when its data arrives, not before
                     merged += count[pending]
-                    back = inflight >> shift + 2
+                    back = inflight >> ready_shift
                     if back > ready:
                         ready = back
-                    if inflight >> shift & 3 > level:
-                        level = inflight >> shift & 3
+                    if inflight >> level_shift & LEVEL_MASK > level:
+                        level = inflight >> level_shift & LEVEL_MASK
                     mask &= ~pending
                     if not mask:
                         continue
@@ -300,11 +303,12 @@ class MemoryHierarchy:
                 t, lvl = self._l2_access(line, mask, leave, write=False)
                 key: Any = line  # compiled: boxed once for the MSHR dict, not once each operation
                 inflight = mshr.get(key)
-                if inflight is not None and inflight >> shift + 2 > now:  # other sectors of the line are in flight
-                    back = max(t, inflight >> shift + 2)
-                    mshr[key] = (back << 2 | max(lvl, inflight >> shift & 3)) << shift | inflight & sectors_mask | mask
+                if inflight is not None and inflight >> ready_shift > now:  # other sectors of the line are in flight
+                    back = max(t, inflight >> ready_shift)
+                    deepest = max(lvl, inflight >> level_shift & LEVEL_MASK)
+                    mshr[key] = back << ready_shift | deepest << level_shift | inflight & sectors_mask | mask
                 else:
-                    mshr[key] = (t << 2 | lvl) << shift | mask
+                    mshr[key] = t << ready_shift | lvl << level_shift | mask
                 # into completion order (as bisect.insort would put it): misses mostly complete after the ones
                 # before them, so the place is found from the end
                 at = len(order_ready)
@@ -336,7 +340,7 @@ class MemoryHierarchy:
         while expired < len(order_ready) and order_ready[expired] <= now:
             t, line = order_ready[expired], order_line[expired]
             entry = mshr.get(line)
-            if entry is not None and entry >> self.mshr_shift + 2 == t:  # (not since extended by a later miss)
+            if entry is not None and entry >> self.mshr_ready_shift == t:  # (not since extended by a later miss)
                 del mshr[line]
             expired += 1
         if expired:
