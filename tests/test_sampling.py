@@ -12,7 +12,8 @@ from gpusim.api import run
 from gpusim.arch import load_arch
 from gpusim.stats.invariants import violations
 from gpusim.sampling.plan import AUTO_THRESHOLD, hot_loops, make_plan, with_trips
-from gpusim.sampling.project import additive, as_record, extrapolate, mib, project_line
+from gpusim.sampling.project import (additive, as_record, extrapolate, merge_decay, mib, project_line,
+                                     with_decaying_merges)
 from gpusim.sampling.reuse import reuse_estimate, reuse_between_waves, shadow_capacity, with_shadow_traffic
 from gpusim.workload import kernel_mix, load_workload
 
@@ -117,6 +118,33 @@ def test_dram_writes_are_projected_as_bytes_bound_for_dram_less_the_full_runs_di
     assert out["dram__bytes_write.sum"] == 32 + 6 * 10 - 12  # bound for DRAM at 8 (22, 32, ...) less the 12
 
 
+def test_l2_merges_are_projected_falling_with_the_trips_and_the_hits_as_linear_tag_hits_less_them():
+    """Requests that meet a line in flight (merged, counted as misses) fall as blocks that started together drift
+    apart: like trip ** -p, p fitted to the three runs, at most the random walk's 0.5, never rising."""
+    def sums(trips, merged_curve, tag_hits_a_trip=100.0, sectors_a_trip=120.0):
+        merged = merged_curve(trips)
+        sectors = sectors_a_trip * trips
+        return trips, {"lts__t_sectors.sum": sectors, "gpusim__l2_pending_merged_sectors": merged,
+                       "lts__t_sector_hit_rate.pct": 100.0 * (tag_hits_a_trip * trips - merged)}
+    for p in (0.0, 0.2, 0.5):  # fitted exactly where the merges follow C + A * trips ** (1 - p)
+        points = [sums(n, lambda n: 7 + 40 * n ** (1 - p)) for n in (2, 4, 8)]
+        assert merge_decay(points) == pytest.approx(p, abs=1e-6)
+    assert merge_decay([sums(n, lambda n: 40 * n ** 0.3) for n in (2, 4, 8)]) == 0.5  # faster at first: 0.5
+    assert merge_decay([sums(n, lambda n: 3 * n ** 1.5) for n in (2, 4, 8)]) == 0.0  # rising: linear
+    assert merge_decay([sums(n, lambda n: 0.0) for n in (2, 4, 8)]) == 0.0  # no merges
+    points = [sums(n, lambda n: 7 + 40 * n ** 0.5) for n in (4, 8)]
+    line = project_line(points, 32)
+    out = with_decaying_merges(line, points, 32, 0.5)
+    assert out["gpusim__l2_pending_merged_sectors"] == pytest.approx(7 + 40 * 32 ** 0.5)
+    # the tag hits (hits plus merges) and the sectors are linear: 100 a trip and 120 a trip
+    assert out["lts__t_sector_hit_rate.pct"] / 100 + out["gpusim__l2_pending_merged_sectors"] == pytest.approx(3200)
+    assert out["lts__t_sectors.sum"] == line["lts__t_sectors.sum"] == pytest.approx(3840)
+    record = as_record(out, {"lts__t_sectors.sum": 0, "lts__t_sector_hit_rate.pct": 0.0,
+                             "gpusim__l2_pending_merged_sectors": 0})
+    assert record["lts__t_sector_hit_rate.pct"] == pytest.approx(100 * (3200 - 7 - 40 * 32 ** 0.5) / 3840)
+    assert with_decaying_merges(line, points, 32, 0.0) == line  # no fall: as extrapolated
+
+
 @pytest.mark.parametrize("arch", ["h100", "a100"])
 def test_loop_sampling_matches_the_full_run(arch):
     full, sampled = full_and_sampled(GEMM, arch, params=SMALL_GEMM)
@@ -167,7 +195,8 @@ def test_the_record_and_table_say_what_was_sampled(tmp_path):
     record = json.loads(out.read_text())
     sampling = record["sampling"]
     assert {"method", "detail", "simulated_runs", "simulated_warp_instructions", "error_estimate_pct", "exact",
-            "projected", "steady_state"} <= set(sampling)
+            "projected", "steady_state", "l2_merge_decay"} <= set(sampling)
+    assert 0 <= sampling["l2_merge_decay"] <= 0.5
     full = json.loads(run_cli("run", str(GEMM), "--arch", "h100", "--set", "M=512", "--set", "N=256", "--set",
                               "K=1024", "--sample", "off", "--json", "-").stdout)
     assert full["sampling"] == {"method": "full", "detail": "--sample off"}

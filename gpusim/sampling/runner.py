@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, with_trips
-from .project import additive, as_record, extrapolate, mib, project_line
+from .project import additive, as_record, extrapolate, merge_decay, mib, project_line, with_decaying_merges
 from .reuse import bytes_between_reuses, reuse_between_waves, with_shadow_traffic
 
 # Counts the mix gives exactly, and the additive quantities (see project.additive) that equal them
@@ -47,18 +47,22 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     by_wave: dict[int, list[Point]] = {}
     for p in projection:
         by_wave.setdefault(p.waves, []).append(p)
+    checks = [p for p, _ in results if p.role == "check"]
+    decay = 0.0  # how fast L2 merges a trip fall with the trips (see project.merge_decay): from the check's wave
+    if plan.trips is not None and checks:
+        decay = merge_decay([(p.trips, sums[p]) for p in [*by_wave.get(checks[0].waves, []), checks[0]]])
     per_wave = []
     for waves, points in sorted(by_wave.items()):
         points.sort(key=lambda p: p.trips or 0)
         if plan.trips is not None:
-            per_wave.append((waves, project_line([(p.trips, sums[p]) for p in points], plan.trips)))
+            line = [(p.trips, sums[p]) for p in points]
+            per_wave.append((waves, with_decaying_merges(project_line(line, plan.trips), line, plan.trips, decay)))
         else:
             per_wave.append((waves, sums[points[-1]]))
     projected = project_line(per_wave, plan.full_waves) if len(per_wave) > 1 else per_wave[0][1]
 
     record: dict = {"method": plan.method, "detail": plan.reason}
     steady, error = None, 0.0
-    checks = [p for p, _ in results if p.role == "check"]
     cycles = projected.get("gpu_sim_cycle", 0)
     if checks:  # the cost per trip (or per wave) from the check point to the middle one, and on to the last
         check = checks[0]
@@ -106,6 +110,7 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         "full_waves_before_tail": plan.full_waves,
         "loop_lines": list(plan.loop_lines), "loop_trips": plan.trips,
         "steady_state": steady,
+        **({"l2_merge_decay": round(decay, 3)} if plan.trips is not None else {}),  # merges a trip ~ trip ** -p
         "error_estimate_pct": round(100 * error, 2),
         "exact": sorted({"smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "gpu_sim_insn",
                          "smsp__thread_inst_executed_per_inst_executed.ratio"} & set(metrics))
