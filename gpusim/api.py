@@ -41,12 +41,22 @@ SEED_MAX = 2**32 - 1
 # A run refuses a kernel of more warp-instructions than this unless told otherwise (--max-instructions): at the
 # engine's rate that is hours. The count is the instruction mix's (`gpusim workload show`), taken before simulating.
 MAX_INSTRUCTIONS = 2_000_000_000
-# warp-instructions per second the engine simulates on a large kernel, for the time a run would take (what `auto`
-# weighs a full run by, and what the notes say): measured 2026-12-01 on the 2-core development machine, about
-# 37,000 per core for gemm_tile128 with 3 blocks on each of 132 SMs, 63,000-70,000 for `gpusim bench`'s gemm;
-# since the typed engine of 2026-12-02 about 48,000 and 83,000 (kept at 40,000: the slower machines' figure)
 MAX_SYNC_WINDOW = 4096  # cycles, several DRAM round trips: a longer window only adds error (README)
-ENGINE_RATE = 40_000
+# Warp-instructions per second the engine simulates on a large kernel (every SM busy), for the time a run would
+# take (what `auto` weighs a full run by, and what the notes say), by engine. Interpreted: measured 2026-12-01 on
+# the 2-core development machine, about 37,000 for gemm_tile128 with 3 blocks on each of 132 SMs, 48,000 with
+# the typed engine of 2026-12-02 (kept at 40,000: the slower machines' figure). Compiled (mypyc): the default
+# 4096^3 gemm_tile128 in full on h100, 60,981,248 warp-instructions in 233 s, 262,000 a second (2026-12-04, the
+# whole process, the other core busy part of the time); its reduced runs 220,000-290,000; earlier hosts ran the
+# same commands up to twice as long, so 150,000.
+ENGINE_RATES = {"compiled": 150_000, "interpreted": 40_000}
+
+
+def engine_rate() -> int:
+    """ENGINE_RATES's figure for the engine this process runs (gpusim.native.mode)."""
+    from . import native
+
+    return ENGINE_RATES["compiled" if native.mode.startswith("compiled") else "interpreted"]
 FALLBACK_SECONDS = 300  # `--sample auto` runs an unsettled kernel in full only when that takes about this at most
 PREFLIGHT_STEPS = 200_000  # counting steps the check spends at most (~0.1 s); beyond them it estimates
 
@@ -179,10 +189,10 @@ def _duration(seconds: float) -> str:
 
 
 def size_text(mix) -> str:
-    """'[about ]N warp-instructions, about T to simulate at ~40,000 warp-instructions/s'."""
-    total = mix.total_warp_insts
+    """'[about ]N warp-instructions, about T to simulate at ~R warp-instructions/s' (R: engine_rate())."""
+    total, rate = mix.total_warp_insts, engine_rate()
     return (f"{'about ' if mix.estimated else ''}{total:,} warp-instructions, about "
-            f"{_duration(total / ENGINE_RATE)} to simulate at ~{ENGINE_RATE:,} warp-instructions/s")
+            f"{_duration(total / rate)} to simulate at ~{rate:,} warp-instructions/s")
 
 
 def check_size(kernel: Kernel, max_instructions: int | None = MAX_INSTRUCTIONS):
@@ -317,10 +327,10 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
             if sample == "on" or not unsettled:
                 return result
             total = mix.total_warp_insts if mix is not None else 0
-            if total > FALLBACK_SECONDS * ENGINE_RATE:  # a full run would take too long to make instead: keep it
+            if total > FALLBACK_SECONDS * engine_rate():  # a full run would take too long to make instead: keep it
                 note = (f"--sample auto: {unsettled}, so the projection may be off by more than its estimate "
                         f"({result.sampling.get('error_estimate_pct', 0):.1f}%); a full run (--sample off) would "
-                        f"simulate {total:,} warp-instructions, about {_duration(total / ENGINE_RATE)}")
+                        f"simulate {total:,} warp-instructions, about {_duration(total / engine_rate())}")
                 result.sampling["unsettled"] = unsettled
                 return attrs.evolve(result, warnings=result.warnings + [note])
             full = _run_kernel(kernel, spec, scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory,

@@ -440,13 +440,14 @@ def _cmd_run(args) -> int:
     from .engine.observer import Tee
     from .workload import parse_overrides
 
-    from .api import ENGINE_RATE, MAX_INSTRUCTIONS, size_text
+    from .api import MAX_INSTRUCTIONS, engine_rate, size_text
     from .sampling.plan import AUTO_THRESHOLD
 
-    def announce(mix) -> None:  # a run of more than a minute says so before it starts
+    def announce(mix) -> None:  # a run of more than a minute in full says so before it starts (a sampled one: its bar)
         if args.quiet:
             return
-        if mix.total_warp_insts > 60 * ENGINE_RATE and (args.sample == "off" or mix.total_warp_insts <= AUTO_THRESHOLD):
+        in_full = args.sample == "off" or args.sample == "auto" and mix.total_warp_insts <= AUTO_THRESHOLD
+        if mix.total_warp_insts > 60 * engine_rate() and in_full:
             print(f"note: {size_text(mix)} (Ctrl-C stops it)", file=sys.stderr)
 
     from .report.progress import Progress
