@@ -132,6 +132,7 @@ def test_l2_merges_are_projected_falling_with_the_trips_and_the_hits_as_linear_t
     assert merge_decay([sums(n, lambda n: 40 * n ** 0.3) for n in (2, 4, 8)]) == 0.5  # faster at first: 0.5
     assert merge_decay([sums(n, lambda n: 3 * n ** 1.5) for n in (2, 4, 8)]) == 0.0  # rising: linear
     assert merge_decay([sums(n, lambda n: 0.0) for n in (2, 4, 8)]) == 0.0  # no merges
+    assert merge_decay([sums(n, lambda n: 40 * n ** 0.5) for n in (4, 8)]) == 0.0  # two runs: nothing to fit
     points = [sums(n, lambda n: 7 + 40 * n ** 0.5) for n in (4, 8)]
     line = project_line(points, 32)
     out = with_decaying_merges(line, points, 32, 0.5)

@@ -172,6 +172,8 @@ def merge_decay(points: list[tuple[float, dict]]) -> float:
     points (trips, additive sums) of one wave count, p within [0, RANDOM_WALK_DECAY] (0: they do not fall; a
     faster early fall is the start's lockstep breaking, which does not go on). The cumulative merges are then
     C + A * trips ** (1 - p), and three points give 1 - p: the exponent q whose curve passes through all three."""
+    if len(points) < 3:
+        return 0.0
     (x0, a), (x1, b), (x2, c) = sorted(points, key=lambda point: point[0])[-3:]
     m0, m1, m2 = (s.get(L2_MERGED, 0) for s in (a, b, c))
     if not (x0 < x1 < x2) or not (m1 > m0 and m2 > m1):
