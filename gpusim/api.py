@@ -50,6 +50,8 @@ MAX_SYNC_WINDOW = 4096  # cycles, several DRAM round trips: a longer window only
 # whole process, the other core busy part of the time); its reduced runs 220,000-290,000; earlier hosts ran the
 # same commands up to twice as long, so 150,000.
 ENGINE_RATES = {"compiled": 150_000, "interpreted": 40_000}
+FALLBACK_SECONDS = 300  # `--sample auto` runs an unsettled kernel in full only when that takes about this at most
+PREFLIGHT_STEPS = 200_000  # counting steps the check spends at most (~0.1 s); beyond them it estimates
 
 
 def engine_rate() -> int:
@@ -57,8 +59,6 @@ def engine_rate() -> int:
     from . import native
 
     return ENGINE_RATES["compiled" if native.mode.startswith("compiled") else "interpreted"]
-FALLBACK_SECONDS = 300  # `--sample auto` runs an unsettled kernel in full only when that takes about this at most
-PREFLIGHT_STEPS = 200_000  # counting steps the check spends at most (~0.1 s); beyond them it estimates
 
 
 def _plot_method(name: str):
