@@ -30,8 +30,8 @@ ADDRESS_CACHE_LIMIT = 1024  # block-invariant address chunks kept per kernel
 OFFSETS_POOL_LIMIT = 4096  # distinct lane-offset patterns kept per kernel's streams
 _SAME_IN_EVERY_BLOCK = WARP_IN_BLOCK | {"lane", "rep"}  # a block walker's arrays for these never change
 REPEAT_CHUNK = 256  # repeats whose addresses are evaluated together (bounds memory for huge repeats)
-_POW2 = (1 << np.arange(WARP_SIZE, dtype=np.uint64)).astype(np.uint64)
 _BITS = np.arange(WARP_SIZE, dtype=np.uint64)
+_ONE_WARP = (1, WARP_SIZE)  # the address shape of one warp's one instruction
 
 
 def mask_to_bool(mask: int) -> np.ndarray:
@@ -43,7 +43,9 @@ def to_mask(value) -> int:
     if isinstance(value, np.ndarray):
         if value.shape != (WARP_SIZE,):
             value = np.broadcast_to(value, (WARP_SIZE,))
-        return int(np.dot(value.astype(bool).astype(np.uint64), _POW2))
+        if value.dtype != np.bool_:
+            value = value.astype(bool)
+        return int.from_bytes(np.packbits(value, bitorder="little").tobytes(), "little")  # lane i: bit i
     return FULL_MASK if value else 0
 
 
@@ -338,7 +340,13 @@ class _WarpWalker:
         """Addresses as a (..., repeat, 32) int64 array; full-warp accesses are checked here in one pass."""
         value = node.addr(self.env)
         shape = self.address_shape + (repeat, WARP_SIZE)
-        addrs = value if type(value) is np.ndarray and value.shape == shape else np.broadcast_to(np.asarray(value), shape)
+        if type(value) is np.ndarray and value.shape == shape:
+            addrs = value
+        elif type(value) is np.ndarray and value.shape == _ONE_WARP[1:] and shape == _ONE_WARP:
+            addrs = value.reshape(shape)  # (a view, read-only as broadcast_to's is, at a fraction of its cost)
+            addrs.flags.writeable = False
+        else:
+            addrs = np.broadcast_to(np.asarray(value), shape)
         if addrs.dtype != np.int64:
             addrs = _whole_addresses(node, addrs)
         # negative (sign bit), misaligned or outside the buffers, for every lane of every repeat, in one pass;
