@@ -1,0 +1,123 @@
+"""Where and when a kernel's blocks ran: each block's SM, start and end, and the cycle its warp 0 began each trip of
+the hot loop with how many blocks were then on its SM. The data behind README "Full-size kernels" (a block's cost a
+trip by blocks resident, the tail's landing, the slowest group): the calibration set a block-level replay would
+need. Simulated in full (or reduced to `--trips` trips and the first `--blocks` blocks, as a sampled run's
+reduced runs are, with `--stagger`).
+
+    python validation/block_schedule.py workloads/gemm_tile128.yaml --arch h100 --out /tmp/blocks.json
+    python validation/block_schedule.py workloads/gemm_tile128.yaml --arch h100 --blocks 628 --trips 8 --stagger 6702
+
+prints the cost a trip by blocks resident (trips 3 on) and, for the last tail blocks, their SMs' group durations;
+writes every block's record to `--out` (JSON) when given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gpusim import GpusimError  # noqa: E402
+from gpusim.api import _run_kernel, load_kernel  # noqa: E402
+from gpusim.arch import load_arch  # noqa: E402
+from gpusim.sampling.plan import hot_loops, with_trips  # noqa: E402
+from gpusim.workload import parse_overrides  # noqa: E402
+
+
+class BlockSchedule:
+    """An engine observer: blocks' SMs, starts and ends, and warp 0's first instruction of the hot loop's body at
+    each trip (the first time warp 0 issues the body's first instruction's pc, then every time again)."""
+
+    def __init__(self, first_pc: int):
+        self.first_pc = first_pc
+        self.sm: dict[int, int] = {}
+        self.start: dict[int, int] = {}
+        self.end: dict[int, int] = {}
+        self.trips: dict[int, list[tuple[int, int]]] = defaultdict(list)  # block -> [(cycle, blocks on its SM)]
+        self.resident: dict[int, int] = defaultdict(int)
+
+    def issued(self, sm, sp, warp, inst, now: int) -> None:
+        if warp.index == 0 and inst.pc == self.first_pc:
+            self.trips[warp.block.index].append((now, self.resident[sm.index]))
+
+    def block_started(self, sm, block: int, now: int) -> None:
+        self.resident[sm.index] += 1
+        self.sm[block], self.start[block] = sm.index, now
+
+    def block_retired(self, sm, block: int, now: int) -> None:
+        self.resident[sm.index] -= 1
+        self.end[block] = now
+
+
+def first_body_pc(loop) -> int:
+    """The pc of the loop body's first instruction (nested nodes searched in order)."""
+    for node in loop.body:
+        pc = getattr(node, "pc", None)
+        if getattr(node, "info", None) is not None and pc is not None:
+            return pc
+        inner = getattr(node, "body", None)
+        if inner:
+            return first_body_pc(node)
+    raise GpusimError("the hot loop's body has no instruction to time its trips by")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workload")
+    parser.add_argument("--arch", default="h100")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--blocks", type=int, default=None, help="the grid's first BLOCKS blocks only")
+    parser.add_argument("--trips", type=int, default=None, help="the hot loop at TRIPS trips")
+    parser.add_argument("--stagger", type=int, default=0, help="the first blocks start spread over these cycles")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    try:
+        kernel = load_kernel(args.workload, parse_overrides(args.set))
+        loops, trips = hot_loops(kernel)
+        if not loops:
+            raise GpusimError(f"{args.workload}: no loop of a constant trip count to time")
+        if args.trips is not None:
+            if args.trips < 1:
+                raise GpusimError(f"--trips {args.trips}: expected a whole number >= 1")
+            kernel = with_trips(kernel, loops, args.trips)
+        if args.blocks is not None and not 1 <= args.blocks <= kernel.launch.nblocks:
+            raise GpusimError(f"--blocks {args.blocks}: expected 1 to {kernel.launch.nblocks:,}")
+        if args.stagger < 0:
+            raise GpusimError(f"--stagger {args.stagger}: expected cycles >= 0")
+        observer = BlockSchedule(first_body_pc(loops[0]))
+        result = _run_kernel(kernel, load_arch(args.arch), scheduler="lrr", simt="stack", sms=None, seed=0,
+                             memory="hierarchy", observer=observer, max_instructions=None, on_count=None,
+                             block_limit=args.blocks, stagger=args.stagger)
+    except GpusimError as exc:
+        sys.exit(f"block_schedule.py: {exc}")
+    print(f"{result.metrics['gpu_sim_cycle']:,} cycles, {len(observer.end):,} blocks")
+    by_resident = defaultdict(list)
+    for ticks in observer.trips.values():
+        for (t0, r0), (t1, r1) in zip(ticks[2:], ticks[3:]):  # trips 3 on, where the SM's residency held
+            if r0 == r1:
+                by_resident[r0].append(t1 - t0)
+    for resident, costs in sorted(by_resident.items()):
+        print(f"  {resident} block(s) on the SM: {statistics.mean(costs):,.0f} cycles a trip "
+              f"(sd {statistics.pstdev(costs):,.0f}, {len(costs):,} trips)")
+    last = max(observer.end, key=lambda b: (observer.end[b], b))
+    durations = sorted(observer.end[b] - observer.start[b] for b in observer.end)
+    print(f"  the last block to end: {last} on SM {observer.sm[last]}, {observer.start[last]:,} to "
+          f"{observer.end[last]:,} ({observer.end[last] - observer.start[last]:,} cycles; blocks took "
+          f"{durations[0]:,} to {durations[-1]:,}, median {durations[len(durations) // 2]:,})")
+    if args.out:
+        Path(args.out).write_text(json.dumps({
+            "workload": args.workload, "arch": args.arch, "set": args.set, "blocks": args.blocks, "trips": args.trips,
+            "stagger": args.stagger, "cycles": result.metrics["gpu_sim_cycle"],
+            "block": {b: {"sm": observer.sm[b], "start": observer.start[b], "end": observer.end.get(b),
+                          "trips": observer.trips.get(b, [])} for b in sorted(observer.sm)}}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
