@@ -194,10 +194,9 @@ def _pow(a, b):
 
 def _shift(op):
     def shifted(a, b):
-        if type(b) is int and (type(a) is int or type(a) is np.ndarray and a.dtype.kind in "iu"):
-            if 0 <= b <= MAX_SHIFT:  # (the common case, a loop index: no numpy reductions)
-                return op(a, b)
-            raise ValueError(f"shift count outside 0-{MAX_SHIFT}")
+        if type(b) is int and 0 <= b <= MAX_SHIFT and (type(a) is int or type(a) is np.ndarray
+                                                         and a.dtype.kind in "iu"):
+            return op(a, b)  # the common case, a loop index: no numpy reductions (anything else: checked below)
         if not (_is_int(a) and _is_int(b)):
             raise TypeError("shifts need integers")
         if np.any(np.asarray(b) < 0) or np.any(np.asarray(b) > MAX_SHIFT):
