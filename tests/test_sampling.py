@@ -463,6 +463,34 @@ def test_the_accuracy_scripts_rows_option_refuses_a_label_it_does_not_have():
     assert "'gemm_tile128 4096^3 (default)'" in done.stderr
 
 
+@pytest.mark.parametrize("args, expected", [
+    (["--trips", "0"], "block_schedule.py: --trips 0: expected a whole number >= 1"),
+    (["--blocks", "5000"], "block_schedule.py: --blocks 5000: expected 1 to 64"),
+    (["--stagger", "-3"], "block_schedule.py: --stagger -3: expected cycles >= 0"),
+    (["--arch", "nosuch"], "block_schedule.py: unknown arch 'nosuch'"),
+])
+def test_the_block_schedule_script_refuses_bad_options_in_one_line(args, expected):
+    """`validation/block_schedule.py` (where and when each block ran): a bad option is one line naming it and what
+    was expected, before anything is simulated."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "validation/block_schedule.py"), str(GEMM), "--set", "M=1024",
+                           "--set", "N=1024", *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(expected), done.stderr
+
+
+def test_the_block_schedule_script_refuses_a_kernel_without_a_loop_to_time():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "validation/block_schedule.py"), str(VECADD)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert done.stderr == f"block_schedule.py: {VECADD}: no loop of a constant trip count to time\n"
+
+
 def test_the_spread_script_nudges_only_the_stagger_and_refuses_an_unknown_row():
     """`validation/sampling_spread.py` reruns a staggered plan with the runs' spread a few cycles longer than the
     pilot's: the record says so, the engine's own `_run_kernel` is back afterwards, and a `--rows` that matches

@@ -7,7 +7,7 @@ reduced runs are, with `--stagger`).
     python validation/block_schedule.py workloads/gemm_tile128.yaml --arch h100 --out /tmp/blocks.json
     python validation/block_schedule.py workloads/gemm_tile128.yaml --arch h100 --blocks 628 --trips 8 --stagger 6702
 
-prints the cost a trip by blocks resident (trips 3 on) and, for the last tail blocks, their SMs' group durations;
+prints the cost a trip by blocks resident (trips 3 on), the last block to end and the range of block durations;
 writes every block's record to `--out` (JSON) when given.
 """
 
@@ -28,6 +28,7 @@ from gpusim.api import _run_kernel, load_kernel  # noqa: E402
 from gpusim.arch import load_arch  # noqa: E402
 from gpusim.sampling.plan import hot_loops, with_trips  # noqa: E402
 from gpusim.workload import parse_overrides  # noqa: E402
+from gpusim.workload.program import walk_instrs  # noqa: E402
 
 
 class BlockSchedule:
@@ -57,14 +58,11 @@ class BlockSchedule:
 
 def first_body_pc(loop) -> int:
     """The pc of the loop body's first instruction (nested nodes searched in order)."""
-    for node in loop.body:
-        pc = getattr(node, "pc", None)
-        if getattr(node, "info", None) is not None and pc is not None:
-            return pc
-        inner = getattr(node, "body", None)
-        if inner:
-            return first_body_pc(node)
-    raise GpusimError("the hot loop's body has no instruction to time its trips by")
+    found: list = []
+    walk_instrs(loop.body, found.append)
+    if not found:
+        raise GpusimError("the hot loop's body has no instruction to time its trips by")
+    return found[0].pc
 
 
 def main() -> int:
