@@ -538,3 +538,55 @@ def test_the_spread_script_nudges_only_the_stagger_and_refuses_an_unknown_row():
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
         assert done.stderr.startswith("sampling_spread.py: ") and says in done.stderr
+
+
+def _replay_module():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "validation"))
+    try:
+        import block_replay
+    finally:
+        sys.path.pop(0)
+    return block_replay
+
+
+def test_the_block_replay_fits_a_blocks_cost_and_replays_the_dispatchers_schedule():
+    """`validation/block_replay.py`: a schedule whose blocks cost 100 cycles a trip alone and 150 with two on the SM,
+    10 trips and 2 trips' worth of prologue and epilogue, gives back those costs and that work; the replay of 5 blocks
+    on 2 SMs holding 2 each is the dispatcher's: 4 blocks at 150 a trip for 12 trips (1,800 cycles), then the fifth
+    alone on SM 0 (1,200 more)."""
+    replay = _replay_module()
+    blocks = {}
+    for b, sm in enumerate((0, 1, 0, 1)):  # two rounds of the launch: both SMs hold two blocks throughout
+        trips = [[2 * 150 + 150 * t, 2] for t in range(10)]  # trip t begins after the 2 trips' prologue
+        blocks[b] = {"sm": sm, "start": 0, "end": 12 * 150, "trips": trips}
+    loaded = {b: {**r, "trips": [tuple(t) for t in r["trips"]]} for b, r in blocks.items()}
+    assert replay.trip_costs(loaded) == {2: (150, 0.0, 4 * 7)}  # trips 3 to 10, where the residency held
+    cost = replay.fill_costs({1: 100.0, 2: 150.0}, 2)
+    assert replay.extra_work(loaded, 10, cost) == pytest.approx(2.0)
+    assert replay.replay(5, 2, 2, 12.0, cost) == pytest.approx(1800 + 1200)
+    assert replay.replay(4, 2, 2, 12.0, cost) == pytest.approx(1800)
+    assert replay.fill_costs({3: 300.0}, 3) == {1: 300.0, 2: 300.0, 3: 300.0}  # the nearest's: an upper bound
+
+
+@pytest.mark.parametrize("content, args, expected", [
+    ("{", [], "block_replay.py: {path}: line 1: not JSON"),
+    ('{"cycles": 5}', [], "block_replay.py: {path}: expected block_schedule.py's output"),
+    ('{"block": {"0": {"sm": 0}}}', [], "block_replay.py: {path}: block 0: expected sm, start, end and trips"),
+    ('{"block": {"0": {"sm": 0, "start": 0, "end": 9, "trips": [[1, 1]]}}}', ["--sms", "0"],
+     "block_replay.py: --sms 0: expected a whole number >= 1"),
+])
+def test_the_block_replay_script_refuses_bad_input_in_one_line(tmp_path, content, args, expected):
+    import subprocess
+    import sys
+
+    path = tmp_path / "schedule.json"
+    path.write_text(content)
+    options = {"--blocks": "8", "--trips": "16", "--sms": "2", "--per-sm": "2"}
+    for flag, value in zip(args[::2], args[1::2]):
+        options[flag] = value
+    done = subprocess.run([sys.executable, str(ROOT / "validation/block_replay.py"), str(path),
+                           *[x for pair in options.items() for x in pair]], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(expected.format(path=path)), done.stderr
