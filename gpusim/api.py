@@ -27,7 +27,8 @@ from .workload.expr import ExprError
 from .workload.kernel import check_override
 from .workload.overrides import LaunchOverrides, apply_launch_overrides, check_launch_overrides
 from .workload.opcodes import refusal, unsupported_warning
-from .sampling.plan import MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, hot_loops, make_plan, with_trips
+from .sampling.plan import (MIN_FULL_WAVES_ALONE, MIN_SAMPLE_TRIPS, SAMPLE_MODES, Plan, Point, hot_loops, make_plan,
+                            with_trips)
 from .sampling import parallel
 from .sampling.project import mib
 from .sampling.reuse import reuse_estimate, shadow_capacity
@@ -216,13 +217,15 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
         observer=None, max_instructions: int | None = MAX_INSTRUCTIONS, on_count=None,
         sample: str = "auto", progress=None, interrupt=None, threads=None, regs: int | None = None,
         smem: int | None = None, dynamic_smem: int | None = None, carveout: int | None = None,
-        grid=None, sync_window: int = 1) -> RunResult:
+        grid=None, sync_window: int = 1, sample_trips: int | None = None) -> RunResult:
     """Simulate a workload on one architecture and return its metrics. `memory` is "hierarchy" (L1, L2, DRAM
     with latency and bandwidth), "fixed" (every access takes the L1-hit or shared latency) or a model object.
     A YAML kernel of more than `max_instructions` warp-instructions (None: no limit) is refused before it runs;
     `on_count(mix)`, if given, hears its instruction mix (counted, or estimated: `mix.estimated`) before.
     `sample`: "auto" (a kernel of more than AUTO_THRESHOLD warp-instructions is simulated in part and projected,
     see gpusim.sampling), "on" (sampled whatever its size, where it can be) or "off" (simulated in full).
+    `sample_trips` N (None: chosen by the budget): the sampled runs' hot loop at N / 4, N / 2 and N trips (longer
+    runs settle better, and cost more); sampled whatever the kernel's size, an error where its loop is not sampled.
     `progress`, if given, hears how far the simulation is about 4 times a second and once at its end: a callable
     `progress(blocks_retired, cycle, warp_insts)`, or an object with that as `update` and optionally
     `start(kernel_name, blocks, warp_insts, estimated=...)` (warp_insts: the counted total, or None) and `stop()`
@@ -241,6 +244,7 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
     overrides = check_launch_overrides(threads=threads, grid=grid, regs=regs, smem=smem, dynamic_smem=dynamic_smem,
                                        carveout=carveout)
     check_sync_window(sync_window)
+    check_sample_trips(sample_trips, sample)
     seed, sms = int(seed), None if sms is None else int(sms)  # (numpy integers are accepted as plain ones)
     if not isinstance(workload, (str, Path, Kernel, TraceKernel)):
         raise GpusimError(f"workload {shown(workload, 40)}: expected a path (a workload .yaml, a trace or a "
@@ -257,7 +261,8 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, *, scheduler: str =
         raise GpusimError(f"interrupt {shorten(interrupt, 40)}: expected a callable")
     options = dict(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, observer=observer,
                    max_instructions=max_instructions, on_count=on_count, sample=sample, progress=progress,
-                   interrupt=interrupt, sync_window=int(sync_window))
+                   interrupt=interrupt, sync_window=int(sync_window),
+                   sample_trips=None if sample_trips is None else int(sample_trips))
     if isinstance(workload, (str, Path)) and is_command_list(workload):
         reject_trace_params(workload, params)
         return _run_command_list(Path(workload), spec, overrides, **options)
@@ -278,7 +283,7 @@ def _with_overrides(overrides: LaunchOverrides, fn, *args, **kwargs):
 
 def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, max_instructions,
                 on_count, sample="off", block_limit=None, progress=None, interrupt=None, stagger=0,
-                shadow_l2=0, sync_window=1) -> RunResult:
+                shadow_l2=0, sync_window=1, sample_trips=None) -> RunResult:
     started = time.perf_counter()
     traced = isinstance(kernel, TraceKernel)
     warnings = [] if traced else list(kernel.warnings)  # a YAML kernel's own (e.g. a launch dimension floored)
@@ -313,7 +318,7 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
     if block_limit is None and sample != "off":
         if traced and trace_waves(kernel, gpu) >= MIN_FULL_WAVES_ALONE:  # counting costs a third of simulating
             mix = trace_mix(kernel)[0]
-        plan = sampling_plan(kernel, gpu, mix, sample)
+        plan = sampling_plan(kernel, gpu, mix, sample, sample_trips)
         simulated = sum(p.warp_insts for p in plan.points)
         if plan.sampled and max_instructions is not None and simulated > max_instructions:
             raise GpusimError(f"{kernel.source}: {shorten(kernel.name, 40)}: sampled ({plan.method}), its reduced "
@@ -324,13 +329,16 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
                                   sms=sms, seed=seed, memory=memory, observer=observer, progress=progress,
                                   interrupt=interrupt, sync_window=sync_window)
             unsettled = sampling_unsettled(result.sampling) if not result.partial else ""
-            if sample == "on" or not unsettled:
+            if sample == "on" and sample_trips is None or not unsettled:
                 return result
             total = mix.total_warp_insts if mix is not None else 0
-            if total > FALLBACK_SECONDS * engine_rate():  # a full run would take too long to make instead: keep it
-                note = (f"--sample auto: {unsettled}, so the projection may be off by more than its estimate "
+            if sample_trips is not None or total > FALLBACK_SECONDS * engine_rate():  # keep it (asked for, or a
+                # full run would take too long to make instead), saying so
+                how = f"--sample-trips {sample_trips}" if sample_trips is not None else "--sample auto"
+                note = (f"{how}: {unsettled}, so the projection may be off by more than its estimate "
                         f"({result.sampling.get('error_estimate_pct', 0):.1f}%); a full run (--sample off) would "
-                        f"simulate {total:,} warp-instructions, about {_duration(total / engine_rate())}")
+                        f"simulate {total:,} warp-instructions, about {_duration(total / engine_rate())}"
+                        f"{_longer_trips(result.sampling)}")
                 result.sampling["unsettled"] = unsettled
                 return attrs.evolve(result, warnings=result.warnings + [note])
             full = _run_kernel(kernel, spec, scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory,
@@ -391,9 +399,32 @@ def trace_waves(kernel, gpu) -> int:
     return (kernel.launch.nblocks - 1) // wave
 
 
-def sampling_plan(kernel, gpu, mix, sample: str) -> Plan:
+def check_sample_trips(sample_trips, sample) -> None:
+    """--sample-trips: None, or a whole number (its range is the kernel's: see sampling.plan.make_plan)."""
+    if sample_trips is None:
+        return
+    if not _whole(sample_trips) or sample_trips < MIN_SAMPLE_TRIPS:
+        raise GpusimError(f"--sample-trips {shown(sample_trips, 40)}: expected a whole number of loop trips, at "
+                          f"least {MIN_SAMPLE_TRIPS}")
+    if sample == "off":
+        raise GpusimError(f"--sample-trips {sample_trips}: sets the sampled runs' loop trips; --sample off "
+                          f"simulates in full")
+
+
+def _longer_trips(record: dict) -> str:
+    """The unsettled note's hint: the option that samples the loop at twice the trips, where the loop has them."""
+    steady, trips = record.get("steady_state") or {}, record.get("loop_trips")
+    runs = steady.get("trips")
+    if not runs or not trips or 2 * runs[-1] > trips // 2:
+        return ""
+    longer = 2 * runs[-1]
+    return (f"; --sample-trips {longer} samples the loop at {longer // 2} and {longer} trips instead (about twice "
+            f"the simulation)")
+
+
+def sampling_plan(kernel, gpu, mix, sample: str, sample_trips: int | None = None) -> Plan:
     """The runs that stand for `kernel` on `gpu` (see gpusim.sampling.plan); the hot loop's cost per trip
-    count from the instruction mix of the kernel with that many trips."""
+    count from the instruction mix of the kernel with that many trips; `sample_trips`: --sample-trips."""
     wave = gpu.occupancy.blocks_per_sm * len(gpu.sms)
     if isinstance(kernel, TraceKernel):  # (mix: counted by the caller where waves can be sampled, else None)
         total, cost = None if mix is None else mix.total_warp_insts, None
@@ -405,7 +436,7 @@ def sampling_plan(kernel, gpu, mix, sample: str) -> Plan:
         def cost(trips: int) -> int:
             return kernel_mix(with_trips(kernel, loops, trips), steps=PREFLIGHT_STEPS).total_warp_insts
 
-    return make_plan(kernel, wave, total, sample, cost)
+    return make_plan(kernel, wave, total, sample, cost, sample_trips)
 
 
 def sampling_unsettled(record: dict) -> str:

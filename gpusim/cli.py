@@ -160,6 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="sampled simulation: simulate reduced runs (fewer loop trips, the tail wave and one full "
                           "wave) and project the rest; auto (default) samples kernels of more than 5,000,000 "
                           "warp-instructions, on samples any kernel that has a steady state, off simulates in full")
+    run.add_argument("--sample-trips", type=_integer, default=None, metavar="N",
+                     help="the sampled runs' hot loop at N/4, N/2 and N trips (default: chosen by the budget, at "
+                          "least 8); more trips settle better and cost more (the unsettled note says what to try); "
+                          "samples the kernel whatever its size")
     run.add_argument("--sync-window", type=_integer, default=1, metavar="CYCLES",
                      help="lax synchronisation: each SM runs up to CYCLES cycles ahead of the others before they catch "
                           "up, which keeps its state in the host's caches: faster on many SMs, off where they meet "
@@ -198,8 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a variation (repeatable; the sweep is their Cartesian product): VALUES a,b,c or "
                             "start:stop:step (stop included when the steps land on it); NAME launch.threads, "
                             "launch.regs, launch.smem, launch.dynamic_smem, launch.carveout, launch.grid, scheduler, "
-                            "simt, sample, sync_window, arch (names or files), arch.<field path> (a hardware what-if, "
-                            "e.g. arch.sm.registers; see gpusim archs --fields), or a workload parameter")
+                            "simt, sample, sample_trips, sync_window, arch (names or files), arch.<field path> (a "
+                            "hardware what-if, e.g. arch.sm.registers; see gpusim archs --fields), or a workload "
+                            "parameter")
     sweep.add_argument("--metrics", default=None, metavar="A,B,...",
                        help="metrics per row (default: gpu_sim_cycle, sm__inst_executed.avg.per_cycle_active, "
                             "sm__warps_active.avg.pct_of_peak_sustained_active, l1tex__t_sector_hit_rate.pct, "
@@ -233,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="refuse a point of more warp-instructions than N (default 2,000,000,000)")
     sweep.add_argument("--sample", default="auto", choices=["auto", "on", "off"],
                        help="sampled simulation where not varied (see gpusim run --help)")
+    sweep.add_argument("--sample-trips", type=_integer, default=None, metavar="N",
+                       help="the sampled runs' loop trips where not varied (see gpusim run --help)")
     sweep.add_argument("--sync-window", type=_integer, default=1, metavar="CYCLES",
                        help="lax SM synchronisation where not varied (default 1: exact; see gpusim run --help)")
     fixed = sweep.add_argument_group("launch overrides", "at every point where not varied (see gpusim run --help)")
@@ -466,7 +473,8 @@ def _cmd_run(args) -> int:
                          max_instructions=limit, on_count=announce if not results else None, sample=args.sample,
                          progress=None if args.quiet else Progress(), interrupt=ctrl_c, threads=args.threads,
                          grid=args.grid, regs=args.regs, smem=args.smem, dynamic_smem=args.dynamic_smem,
-                         carveout=args.carveout, observer=observer, sync_window=args.sync_window)
+                         carveout=args.carveout, observer=observer, sync_window=args.sync_window,
+                         sample_trips=args.sample_trips)
             results.append(result)
             if result.partial:
                 break
@@ -634,7 +642,7 @@ def _cmd_sweep(args) -> int:
                      progress=not args.quiet, params=parse_overrides(args.set), scheduler=args.scheduler,
                      simt=args.simt, sms=args.sms, seed=args.seed, memory=args.memory, sample=args.sample,
                      max_instructions=args.max_instructions, on_plot=plots.extend, sync_window=args.sync_window,
-                     **launch)
+                     sample_trips=args.sample_trips, **launch)
     except SweepInterrupted as stop:
         print(f"interrupted: {len(stop.rows)} of {stop.total} points done, their rows in {args.out} "
               f"(--resume runs the rest)", file=sys.stderr)

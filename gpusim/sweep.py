@@ -6,7 +6,8 @@ A variation names what it varies without ambiguity:
 
 * `launch.threads`, `launch.regs`, `launch.smem`, `launch.dynamic_smem`, `launch.carveout`, `launch.grid`: the
   launch overrides of gpusim.api.run (`threads=`, `regs=`, ...);
-* `scheduler`, `simt`, `sample`, `sync_window`: the run options of those names; `arch`: an architecture name or file;
+* `scheduler`, `simt`, `sample`, `sample_trips`, `sync_window`: the run options of those names; `arch`: an
+  architecture name or file;
 * `arch.<field path>` (`arch.sm.registers`, `arch.memory.l2.size_bytes`): a hardware what-if, the arch rebuilt with
   attrs.evolve along the path and checked by the spec's own validators;
 * any other name: a workload parameter (as `--set NAME=VALUE`).
@@ -41,7 +42,7 @@ from .errors import GpusimError, one_line, shorten, shown
 # run()'s launch override keywords, by the name a variation gives them
 LAUNCH = {"launch.threads": "threads", "launch.regs": "regs", "launch.smem": "smem",
           "launch.dynamic_smem": "dynamic_smem", "launch.carveout": "carveout", "launch.grid": "grid"}
-RUN_OPTIONS = ("scheduler", "simt", "sample", "sync_window")  # run options a variation may name directly
+RUN_OPTIONS = ("scheduler", "simt", "sample", "sample_trips", "sync_window")  # run options a variation may name
 SIZE_NAMES = ("launch.smem", "launch.dynamic_smem")  # values that may be written 48K, 64KB, 1M
 TEXT_NAMES = ("scheduler", "simt", "sample", "arch")  # values that are words: never a start:stop:step range
 DEFAULT_METRICS = ("gpu_sim_cycle", "sm__inst_executed.avg.per_cycle_active",
@@ -675,13 +676,13 @@ def _check_names(vary: dict, params: dict, workload, kernel_params: dict | None,
         if what == "param":
             if kernel_params is None:
                 raise GpusimError(f"--vary {shown(name, 40)}: {workload} is a trace: it has no parameters to vary "
-                                  f"(launch.*, scheduler, simt, sample, sync_window, arch and arch.<field> may be "
-                                  f"varied)")
+                                  f"(launch.*, scheduler, simt, sample, sample_trips, sync_window, arch and "
+                                  f"arch.<field> may be varied)")
             if name not in kernel_params:
                 raise GpusimError(f"--vary {shown(name, 40)}: not a parameter of {workload} (its parameters: "
                                   f"{', '.join(kernel_params) or 'none'}; or launch.threads, launch.regs, "
                                   f"launch.smem, launch.dynamic_smem, launch.carveout, launch.grid, scheduler, simt, "
-                                  f"sample, sync_window, arch, arch.<field>)")
+                                  f"sample, sample_trips, sync_window, arch, arch.<field>)")
 
 
 def columns_of(vary_names: list[str], metrics: list[str]) -> list[str]:
@@ -694,7 +695,7 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
           plot=None, progress: bool = False, params: dict | None = None, scheduler: str | None = None,
           simt: str = "stack", sms: int | None = None, seed: int = 0, memory: str = "hierarchy",
           sample: str = "auto", max_instructions: int | None = None, on_plot=None, sync_window: int = 1,
-          **launch):
+          sample_trips: int | None = None, **launch):
     """Simulate `workload` on `arch` at every point of the Cartesian product of `vary` ({name: values}: values a
     list, one value, or a SPEC string 'a,b,c' / 'start:stop:step'; names as this module's docstring lists them)
     and return the rows: a pandas DataFrame when pandas is installed, else a list of dicts, one per point in
@@ -706,8 +707,8 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
     .parquet) gets the rows as they finish; `resume=True` keeps the rows already in `out` and runs the rest.
     `plot`: a directory for one PNG per metric against each varied axis. `progress`: a bar (or lines) on stderr.
     The other keywords are gpusim.api.run's, applied at every point (a varied name wins over them): `params`
-    (workload parameters), `scheduler`, `simt`, `sms`, `seed`, `memory`, `sample`, `sync_window`, `max_instructions`
-    and the
+    (workload parameters), `scheduler`, `simt`, `sms`, `seed`, `memory`, `sample`, `sample_trips`, `sync_window`,
+    `max_instructions` and the
     launch overrides `threads`, `regs`, `smem`, `dynamic_smem`, `carveout`, `grid`.
     Ctrl-C stops the workers and raises SweepInterrupted (a KeyboardInterrupt) once the finished rows are written.
     """
@@ -760,6 +761,7 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
     api.check_options(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, params=params,
                       max_instructions=max_instructions)
     api.check_sync_window(sync_window)
+    api.check_sample_trips(sample_trips, sample)
     base = load_arch(arch)  # a bad --arch is the whole sweep's error, before anything runs
     traced = is_trace(workload) or is_command_list(workload)
     if traced:
@@ -775,7 +777,8 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
                 pass
         vary["arch"] = [v.name if isinstance(v, ArchSpec) else v for v in vary["arch"]]  # a row holds the name
     options = dict(scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory, sample=sample,
-                   max_instructions=max_instructions, params=params, sync_window=sync_window, **launch)
+                   max_instructions=max_instructions, params=params, sync_window=sync_window,
+                   sample_trips=sample_trips, **launch)
     columns = columns_of(list(vary), metrics)
     tasks = [{"index": i, "values": point, "workload": str(Path(workload).resolve()), "arch": base,
               "archs": archs, "options": options, "metrics": metrics, "columns": columns}

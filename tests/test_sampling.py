@@ -70,6 +70,63 @@ def test_plans_by_mode_and_shape():
     assert sorted({p.blocks for p in both.points}) == [2, 4] and len(both.points) == 5
 
 
+def test_sample_trips_sets_the_runs_trips_and_samples_whatever_the_size():
+    """--sample-trips N: the hot loop's runs at N / 4, N / 2 and N trips instead of the budget's choice, sampled
+    even where `auto` would run the kernel in full; the plan says it was asked for."""
+    kernel = load_workload(GEMM, SMALL_GEMM)
+    cost = lambda trips: kernel_mix(with_trips(kernel, hot_loops(kernel)[0], trips)).total_warp_insts  # noqa: E731
+    for wanted in (4, 6, 16):
+        plan = make_plan(kernel, 396, AUTO_THRESHOLD, "auto", cost, trips_wanted=wanted)
+        assert plan.method == "loop trips" and "(--sample-trips)" in plan.reason
+        assert sorted(p.trips for p in plan.points) == [wanted // 4, wanted // 2, wanted]
+    waves = make_plan(kernel, 2, 10**9, "on", cost, trips_wanted=8)  # with waves: both lines at 4 and 8 trips
+    assert sorted((p.blocks, p.trips) for p in waves.points) == [(2, 2), (2, 4), (2, 8), (4, 4), (4, 8)]
+
+
+@pytest.mark.parametrize("workload, trips, sample, expected", [
+    (GEMM, 3, "on", "--sample-trips 3: expected a whole number of loop trips, at least 4"),
+    (GEMM, 17, "on", "--sample-trips 17: expected a whole number from 4 to 16 (half the hot loop's 32 trips)"),
+    (GEMM, 8, "off", "--sample-trips 8: sets the sampled runs' loop trips; --sample off simulates in full"),
+    (GEMM, 8.5, "on", "--sample-trips 8.5: expected a whole number of loop trips, at least 4"),
+    (VECADD, 8, "auto", "--sample-trips 8: vecadd: it has no loop of a constant trip count to sample"),
+])
+def test_sample_trips_out_of_its_range_is_a_one_line_error(workload, trips, sample, expected):
+    params = SMALL_GEMM if workload == GEMM else None
+    with pytest.raises(GpusimError) as caught:
+        run(workload, "h100", params=params, sample=sample, sample_trips=trips)
+    assert str(caught.value) == expected
+
+
+def test_sample_trips_on_the_command_line_and_in_a_sweep(tmp_path):
+    """`gpusim run --sample-trips` and `gpusim sweep --vary sample_trips=...`: the record's plan at those trips; a
+    bad value is one line."""
+    done = run_cli("run", str(GEMM), "--arch", "h100", "--sms", "4", "--set", "M=512", "--set", "N=256",
+                   "--sample-trips", "8", "--quiet", "--json", "-")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["sampling"]["steady_state"]["trips"] == [2, 4, 8]
+    assert "(--sample-trips)" in record["sampling"]["detail"]
+    bad = run_cli("run", str(GEMM), "--arch", "h100", "--set", "M=512", "--set", "N=256", "--sample-trips", "x")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--sample-trips: expected an integer" in bad.stderr
+    out = tmp_path / "rows.json"
+    swept = run_cli("sweep", str(GEMM), "--arch", "h100", "--sms", "4", "--set", "M=512", "--set", "N=256",
+                    "--vary", "sample_trips=4,8", "--jobs", "1", "--quiet", "--out", str(out))
+    assert swept.returncode == 0, swept.stderr
+    rows = json.loads(out.read_text())
+    assert [row["sample_trips"] for row in rows] == [4, 8] and all(row["error"] == "" for row in rows)
+    assert rows[0]["gpu_sim_cycle"] != rows[1]["gpu_sim_cycle"]  # projected from other runs
+
+
+def test_an_unsettled_note_names_the_longer_runs_to_try():
+    from gpusim.api import _longer_trips
+
+    record = {"loop_trips": 128, "steady_state": {"trips": [2, 4, 8]}}
+    assert _longer_trips(record) == ("; --sample-trips 16 samples the loop at 8 and 16 trips instead (about twice the "
+                                     "simulation)")
+    assert _longer_trips({"loop_trips": 32, "steady_state": {"trips": [4, 8, 16]}}) == ""  # 32 > half of 32
+    assert _longer_trips({"method": "waves", "steady_state": {"waves": [1, 2, 4]}}) == ""
+
+
 def test_a_kernel_without_a_steady_state_runs_in_full_and_says_why():
     result = run(ROOT / "workloads/microbench/divergence.yaml", "h100", sample="on",
                  params={"n": 8192})  # 32 blocks: one partial wave

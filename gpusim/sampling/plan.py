@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import attrs
 
+from ..errors import GpusimError
 from ..workload.expr import compile_expr
 from ..workload.program import If, Loop
 
@@ -40,6 +41,7 @@ MIN_FULL_WAVES = 2  # waves are sampled with loop trips when at least this many 
 MIN_FULL_WAVES_ALONE = 3  # and alone (a check point below the two) when at least this many do
 MAX_SHARE = 0.5  # waves alone are sampled only when the reduced runs simulate at most half the blocks
 SETTLED = 0.05  # the error estimate (see runner.project) up to which the steady state counts as reached
+MIN_SAMPLE_TRIPS = 4  # --sample-trips N: the runs at N / 4, N / 2 and N trips, at least 1 each
 
 
 @attrs.frozen
@@ -117,14 +119,22 @@ def with_trips(kernel, loops: list[Loop], trips: int):
     return attrs.evolve(kernel, program=rewrite(kernel.program), address_cache={}, register_cache={})
 
 
-def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost=None) -> Plan:
+def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost=None,
+              trips_wanted: int | None = None) -> Plan:
     """The runs that stand for `kernel` under `--sample mode`. `wave_blocks`: blocks resident at once on the
     GPU; `total_insts`: its warp-instructions (None: not counted, a trace too short in waves to sample);
-    `cost(trips)`: warp-instructions of the whole grid at `trips` trips of the hot loop (from the mix)."""
+    `cost(trips)`: warp-instructions of the whole grid at `trips` trips of the hot loop (from the mix).
+    `trips_wanted` (`--sample-trips N`): the hot loop's runs at N / 4, N / 2 and N trips, whatever the budget and
+    the kernel's size (sampled as `on` would); a kernel whose plan would not sample its loop is an error."""
     blocks = kernel.launch.nblocks
     tail = blocks % wave_blocks or wave_blocks
     full_waves = (blocks - tail) // wave_blocks
     base = dict(blocks=blocks, wave_blocks=wave_blocks, tail_blocks=tail, full_waves=full_waves)
+    if trips_wanted is not None:
+        if mode == "off":
+            raise GpusimError(f"--sample-trips {trips_wanted}: sets the sampled runs' loop trips; --sample off "
+                              f"simulates in full")
+        mode = "on"
     if mode == "off":
         return Plan("full", "--sample off", **base)
     if mode == "auto" and total_insts is not None and total_insts <= AUTO_THRESHOLD:
@@ -135,6 +145,13 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
     sample_trips = trips is not None and trips >= MIN_TRIPS and cost is not None
     uneven = sample_trips and not _even_trips(cost, trips)
     sample_trips = sample_trips and not uneven
+    if trips_wanted is not None and not sample_trips:
+        name = getattr(kernel, "name", "the kernel")
+        why = ("its longest constant loop does not issue the same work every trip" if uneven else
+               "a trace's loops are not known: its waves are sampled, not its loops" if cost is None else
+               "it has no loop of a constant trip count to sample" if trips is None else
+               f"its longest constant loop takes {trips} trips (< {MIN_TRIPS})")
+        raise GpusimError(f"--sample-trips {trips_wanted}: {name}: {why}")
     if not (full_waves >= MIN_FULL_WAVES_ALONE or sample_trips):
         why = [f"{blocks:,} blocks make {full_waves} full wave(s) of {wave_blocks:,} before the tail"]
         if uneven:
@@ -172,10 +189,16 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
     # trips: the largest n_b (n_a = n_b / 2, check n_c = n_b / 4) the budget allows, at most N / 2; waves (when
     # sampled too): the tail alone and after one full wave
     wave_points = [at(0), at(1)] if sample_waves else [(blocks, full_waves)]
-    n_b = 4
-    while 2 * n_b <= trips // 2 and (n_b < 2 * STEADY_FROM or
-                                     _points_cost(cost, blocks, wave_points, 2 * n_b) <= BUDGET):
-        n_b *= 2
+    if trips_wanted is not None:
+        if not MIN_SAMPLE_TRIPS <= trips_wanted <= trips // 2:
+            raise GpusimError(f"--sample-trips {trips_wanted}: expected a whole number from {MIN_SAMPLE_TRIPS} to "
+                              f"{trips // 2} (half the hot loop's {trips} trips)")
+        n_b = trips_wanted
+    else:
+        n_b = 4
+        while 2 * n_b <= trips // 2 and (n_b < 2 * STEADY_FROM or
+                                         _points_cost(cost, blocks, wave_points, 2 * n_b) <= BUDGET):
+            n_b *= 2
     n_a, n_c = n_b // 2, n_b // 4
     points = []
     for b, w in wave_points:
@@ -185,7 +208,8 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
     method = "loop trips and waves" if sample_waves else "loop trips"
     lines = tuple(n.line for n in loops)
     reason = f"the loop{'s' if len(lines) > 1 else ''} at line{'s' if len(lines) > 1 else ''} " \
-             f"{', '.join(map(str, lines))} ({trips} trips) at {n_c}, {n_a} and {n_b} trips"
+             f"{', '.join(map(str, lines))} ({trips} trips) at {n_c}, {n_a} and {n_b} trips" + \
+             (" (--sample-trips)" if trips_wanted is not None else "")
     if sample_waves:
         reason += f"; {full_waves} full waves of {wave_blocks:,} blocks and a tail of {tail:,}: the tail alone " \
                   f"and after one full wave"
