@@ -27,8 +27,8 @@ from .workload.expr import ExprError
 from .workload.kernel import check_override
 from .workload.overrides import LaunchOverrides, apply_launch_overrides, check_launch_overrides
 from .workload.opcodes import refusal, unsupported_warning
-from .sampling.plan import (MIN_FULL_WAVES_ALONE, MIN_SAMPLE_TRIPS, SAMPLE_MODES, Plan, Point, hot_loops, make_plan,
-                            with_trips)
+from .sampling.plan import MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, hot_loops, make_plan, with_trips
+from .sampling.plan import check_sample_trips as sampling_trips_check
 from .sampling import parallel
 from .sampling.project import mib
 from .sampling.reuse import reuse_estimate, shadow_capacity
@@ -401,14 +401,8 @@ def trace_waves(kernel, gpu) -> int:
 
 def check_sample_trips(sample_trips, sample) -> None:
     """--sample-trips: None, or a whole number (its range is the kernel's: see sampling.plan.make_plan)."""
-    if sample_trips is None:
-        return
-    if not _whole(sample_trips) or sample_trips < MIN_SAMPLE_TRIPS:
-        raise GpusimError(f"--sample-trips {shown(sample_trips, 40)}: expected a whole number of loop trips, at "
-                          f"least {MIN_SAMPLE_TRIPS}")
-    if sample == "off":
-        raise GpusimError(f"--sample-trips {sample_trips}: sets the sampled runs' loop trips; --sample off "
-                          f"simulates in full")
+    if sample_trips is not None:
+        sampling_trips_check(sample_trips, sample)
 
 
 def _longer_trips(record: dict) -> str:

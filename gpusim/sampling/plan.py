@@ -24,6 +24,8 @@ that the mix gives exactly stay exact; everything time-based is projected (see p
 
 from __future__ import annotations
 
+import numbers
+
 import attrs
 
 from ..errors import GpusimError
@@ -131,9 +133,7 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
     full_waves = (blocks - tail) // wave_blocks
     base = dict(blocks=blocks, wave_blocks=wave_blocks, tail_blocks=tail, full_waves=full_waves)
     if trips_wanted is not None:
-        if mode == "off":
-            raise GpusimError(f"--sample-trips {trips_wanted}: sets the sampled runs' loop trips; --sample off "
-                              f"simulates in full")
+        check_sample_trips(trips_wanted, mode)
         mode = "on"
     if mode == "off":
         return Plan("full", "--sample off", **base)
@@ -219,6 +219,18 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
     return Plan(method, reason, **base, loop_lines=lines, trips=trips, points=tuple(points), staggered=sample_waves)
 
 
+def check_sample_trips(trips_wanted, mode: str) -> None:
+    """--sample-trips N (`trips_wanted`, not None) under --sample `mode`: a whole number of at least MIN_SAMPLE_TRIPS,
+    not with `off` (the upper bound is the kernel's loop's: see make_plan)."""
+    whole = isinstance(trips_wanted, numbers.Integral) and not isinstance(trips_wanted, bool)
+    if not whole or trips_wanted < MIN_SAMPLE_TRIPS:
+        raise GpusimError(f"--sample-trips {str(trips_wanted)[:40]}: expected a whole number of loop trips, at least "
+                          f"{MIN_SAMPLE_TRIPS}")
+    if mode == "off":
+        raise GpusimError(f"--sample-trips {trips_wanted}: sets the sampled runs' loop trips; --sample off simulates "
+                          f"in full")
+
+
 def _even_trips(cost, trips: int) -> bool:
     """Whether every trip of the hot loop issues the same warp-instructions (within 1%): the first trips, the
     middle ones and the last (a loop whose work shrinks or grows by trip has no steady state to project)."""
@@ -234,4 +246,5 @@ def _points_cost(cost, blocks: int, wave_points, n_b: int) -> float:
     return total + wave_points[0][0] / blocks * cost(n_b // 4)
 
 
-__all__ = ["AUTO_THRESHOLD", "BUDGET", "Plan", "Point", "SAMPLE_MODES", "hot_loops", "make_plan", "with_trips"]
+__all__ = ["AUTO_THRESHOLD", "BUDGET", "Plan", "Point", "SAMPLE_MODES", "check_sample_trips", "hot_loops", "make_plan",
+           "with_trips"]
