@@ -28,13 +28,16 @@ from gpusim.api import run  # noqa: E402
 TRACE = ROOT.parent / "shared" / "traces" / "accelsim-vectoradd" / "kernel-1.traceg"
 REPLICAS = 16
 
-ROWS = [  # (label, workload, params[, the archs it runs on when not every one asked for])
+ROWS = [  # (label, workload, params[, the archs it runs on when not every one asked for[, --sample-trips]])
     ("gemm_tile128 2048x2048x1024", "workloads/gemm_tile128.yaml", {"M": 2048, "N": 2048, "K": 1024}),
     ("gemm_tile128 4096x4096x1024", "workloads/gemm_tile128.yaml", {"K": 1024}),  # 2.59 waves on h100
     # the mission's command at its default size: its full run takes 20-25 minutes of one core
     ("gemm_tile128 4096^3 (default)", "workloads/gemm_tile128.yaml", {}, ("h100",)),
     # gemm_multistage at its default size (4096^3, cp.async, 2 blocks an SM: 3.88 waves): its full run 3-4 minutes
     ("gemm_multistage 4096^3 (default)", "workloads/gemm_multistage.yaml", {}, ("h100",)),
+    # the same with longer runs, as its unsettled note suggests (fourteenth session)
+    ("gemm_multistage 4096^3 --sample-trips 16", "workloads/gemm_multistage.yaml", {}, ("h100",), 16),
+    ("gemm_multistage 4096^3 --sample-trips 32", "workloads/gemm_multistage.yaml", {}, ("h100",), 32),
     ("flash_attention seq 1024", "workloads/flash_attention.yaml", {"seq": 1024}),
     ("attention_naive seq 1024", "workloads/attention_naive.yaml", {"seq": 1024}),
     ("kv_decode", "workloads/kv_decode.yaml", {}),
@@ -70,10 +73,11 @@ def replicated_trace(directory: Path) -> Path:
     return path
 
 
-def one(task: tuple[str, str, dict, str, str]) -> dict:
-    label, workload, params, arch, mode = task
+def one(task: tuple[str, str, dict, str, str, int | None]) -> dict:
+    label, workload, params, arch, mode, trips = task
     started = time.perf_counter()
-    result = run(workload, arch, params=params or None, sample=mode, max_instructions=None)
+    result = run(workload, arch, params=params or None, sample=mode, max_instructions=None,
+                 sample_trips=trips if mode != "off" else None)
     return {"label": label, "arch": arch, "mode": mode, "wall_s": round(time.perf_counter() - started, 2),
             "metrics": result.metrics, "sampling": result.sampling, "warnings": result.warnings}
 
@@ -124,7 +128,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         trace = str(replicated_trace(Path(tmp))) if TRACE.exists() else None
         tasks = []
-        for label, workload, params, *only in ROWS:
+        for label, workload, params, *more in ROWS:
+            only, trips = (more + [None, None])[:2]
             if keep and not any(label.startswith(k) for k in keep):
                 continue
             if workload == "TRACE":
@@ -134,9 +139,9 @@ def main() -> int:
             else:
                 workload = str(ROOT / workload)
             for arch in args.arch.split(","):
-                if only and arch not in only[0]:
+                if only and arch not in only:
                     continue
-                tasks += [(label, workload, params, arch, "off"), (label, workload, params, arch, "on")]
+                tasks += [(label, workload, params, arch, "off", None), (label, workload, params, arch, "on", trips)]
         with ProcessPoolExecutor(args.jobs) as pool:
             results = list(pool.map(one, tasks))
     rows = [compare(results[i], results[i + 1]) | {"label": results[i]["label"], "arch": results[i]["arch"]}
