@@ -221,6 +221,26 @@ def test_loop_sampling_matches_the_full_run(arch):
     assert violations(s, load_arch(arch)) == []  # the projected rates (DRAM bytes included) within the peaks
 
 
+def test_sample_trips_runs_match_the_full_run_within_the_peaks():
+    """--sample-trips on SMALL_GEMM (32 trips): 8 (runs at 2, 4, 8) and 16 (4, 8, 16, what the budget picks at this
+    size, to the cycle) each within 3% of the full run's cycles, exact counts exact, the projected rates within the
+    part's peaks; the shorter runs simulate less."""
+    full = run(GEMM, "h100", params=SMALL_GEMM, sample="off")
+    chosen = run(GEMM, "h100", params=SMALL_GEMM, sample="on")
+    simulated = {}
+    for trips in (8, 16):
+        sampled = run(GEMM, "h100", params=SMALL_GEMM, sample_trips=trips)
+        f, s = full.metrics, sampled.metrics
+        assert sampled.sampling["steady_state"]["trips"] == [trips // 4, trips // 2, trips]
+        assert rel(s["gpu_sim_cycle"], f["gpu_sim_cycle"]) <= 0.03, trips
+        assert s["smsp__inst_executed.sum"] == f["smsp__inst_executed.sum"]
+        assert violations(s, load_arch("h100")) == []
+        simulated[trips] = sampled.sampling["simulated_warp_instructions"]
+        if trips == 16:
+            assert s["gpu_sim_cycle"] == chosen.metrics["gpu_sim_cycle"]
+    assert simulated[8] < simulated[16] == chosen.sampling["simulated_warp_instructions"]
+
+
 def test_wave_sampling_models_the_tail_and_matches_the_full_run():
     """vecadd on 4 SMs: 8 blocks resident per SM, 32 at once; 1,000 blocks = 31 full waves and a tail of 8."""
     params = dict(n=1000 * 256)
