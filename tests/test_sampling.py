@@ -667,3 +667,21 @@ def test_the_block_replay_script_refuses_bad_input_in_one_line(tmp_path, content
                            *[x for pair in options.items() for x in pair]], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith(expected.format(path=path)), done.stderr
+
+
+def test_the_block_schedule_says_whether_the_launchs_blocks_ran_at_once():
+    """validation/block_schedule.py's first_wave_at_once: the blocks placed at the launch are, on each SM, those that
+    started before its first retirement; they ran at once when the last of them started before any block retired."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "validation"))
+    try:
+        import block_schedule
+    finally:
+        sys.path.pop(0)
+    sm = {0: 0, 1: 1, 2: 0}  # block 2 refills SM 0 when block 0 retires
+    at_once = block_schedule.first_wave_at_once(sm, {0: 0, 1: 50, 2: 100}, {0: 100, 1: 150, 2: 200})
+    assert at_once.startswith("the 2 blocks placed at the launch ran at once: the last started at 50")
+    ramp = block_schedule.first_wave_at_once(sm, {0: 0, 1: 120, 2: 100}, {0: 100, 1: 250, 2: 200})
+    assert ramp.startswith("the 2 blocks placed at the launch never ran at once: the first retirement at 100 came "
+                           "before 1 of them started (the last at 120)")

@@ -7,8 +7,10 @@ reduced runs are, with `--stagger`).
     python validation/block_schedule.py workloads/gemm_tile128.yaml --arch h100 --out /tmp/blocks.json
     python validation/block_schedule.py workloads/gemm_tile128.yaml --arch h100 --blocks 628 --trips 8 --stagger 6702
 
-prints the cost a trip by blocks resident (trips 3 on), the last block to end and the range of block durations;
-writes every block's record to `--out` (JSON) when given.
+prints the cost a trip by blocks resident (trips 3 on), the last block to end and the range of block durations,
+and whether every block placed at the launch was running at one moment (a reduced run whose first retirement comes
+before its last first block starts never holds its first wave at once: its trips are all start-up ramp); writes
+every block's record to `--out` (JSON) when given.
 """
 
 from __future__ import annotations
@@ -65,6 +67,23 @@ def first_body_pc(loop) -> int:
     return found[0].pc
 
 
+def first_wave_at_once(sm: dict, start: dict, end: dict) -> str:
+    """Whether the blocks placed at the launch (on each SM, those that started before its first retirement) were
+    all running at one moment: the last of them started before the first block anywhere retired."""
+    first_end: dict[int, int] = {}
+    for block, cycle in end.items():
+        first_end[sm[block]] = min(cycle, first_end.get(sm[block], cycle))
+    first = [b for b in start if start[b] < first_end.get(sm[b], start[b] + 1)]
+    retired = min(end.values())
+    last = max(start[b] for b in first)
+    late = sum(1 for b in first if start[b] >= retired)
+    if not late:
+        return (f"the {len(first):,} blocks placed at the launch ran at once: the last started at {last:,}, the first "
+                f"retirement at {retired:,}")
+    return (f"the {len(first):,} blocks placed at the launch never ran at once: the first retirement at {retired:,} "
+            f"came before {late:,} of them started (the last at {last:,}): the run's trips are all start-up ramp")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload")
@@ -108,6 +127,7 @@ def main() -> int:
     print(f"  the last block to end: {last} on SM {observer.sm[last]}, {observer.start[last]:,} to "
           f"{observer.end[last]:,} ({observer.end[last] - observer.start[last]:,} cycles; blocks took "
           f"{durations[0]:,} to {durations[-1]:,}, median {durations[len(durations) // 2]:,})")
+    print("  " + first_wave_at_once(observer.sm, observer.start, observer.end))
     if args.out:
         Path(args.out).write_text(json.dumps({
             "workload": args.workload, "arch": args.arch, "set": args.set, "blocks": args.blocks, "trips": args.trips,
