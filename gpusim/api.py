@@ -27,12 +27,13 @@ from .workload.expr import ExprError
 from .workload.kernel import check_override
 from .workload.overrides import LaunchOverrides, apply_launch_overrides, check_launch_overrides
 from .workload.opcodes import refusal, unsupported_warning
-from .sampling.plan import MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, hot_loops, make_plan, with_trips
+from .sampling.plan import (MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, extend_trips, hot_loops, make_plan,
+                            with_trips)
 from .sampling.plan import check_sample_trips as sampling_trips_check
 from .sampling import parallel
 from .sampling.project import mib
 from .sampling.reuse import reuse_estimate, shadow_capacity
-from .sampling.runner import INSTRUCTION_CHECK, pilot_point, point_kernel, project
+from .sampling.runner import INSTRUCTION_CHECK, pilot_point, point_key, point_kernel, project, ramp_only
 from .trace.mix import trace_mix
 from .workload.program import program_infos
 
@@ -375,9 +376,16 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
                      simt="trace" if traced else simt,  # a trace replays the order its warps executed
                      seed=seed, params=dict(kernel.params), launch=_launch_record(kernel), metrics=metrics,
                      wall_seconds=time.perf_counter() - started, warnings=warnings, unknown_opcodes=unknown,
-                     sampling=None if block_limit is not None else
+                     sampling=_reduced_run_record(gpu.dispatcher) if block_limit is not None else
                      {"method": "full", "detail": plan.reason if sample != "off" else "--sample off"},
                      partial=interrupted is not None, interrupted=interrupted, sync_window=gpu.sync_window)
+
+
+def _reduced_run_record(dispatcher) -> dict:
+    """A reduced run's (a sampled run's part) word on its start: whether the blocks placed at the launch all ran at
+    once (see Dispatcher.launch_at_once), with the cycles that decide it."""
+    return {"method": "reduced run", "launch_at_once": dispatcher.launch_at_once(),
+            "launch_last_start": dispatcher.launch_last_start, "first_retirement": dispatcher.first_retirement}
 
 
 def _progress_start(progress, kernel, gpu, mix):
@@ -477,6 +485,7 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                    key=lambda i: (points[i].warp_insts, i))
 
     stagger = 0  # cycles the runs' first blocks start spread over (a staggered plan: the pilot's cycles)
+    dropped: list = []  # (point, result) of runs a longer plan (extend_trips) made unnecessary
 
     l2 = None  # where the pilot finds the waves sharing data the full run's L2 cannot keep: a shadow L2 (reuse.py)
 
@@ -520,23 +529,48 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                 raise parallel.RunsInterrupted
             l2 = _shadow_for_runs(plan, points[first], first_run.metrics, points, "the check run")
             base[:] = points[first].blocks, first_run.metrics["smsp__inst_executed.sum"]
+        def run_all(rest: list[int]) -> list[RunResult]:  # points[i] for i in rest, side by side where there are cores
+            order = sorted(range(len(rest)), key=lambda k: -points[rest[k]].warp_insts)  # the longest first
+            jobs = 1 if observer is not None else parallel.default_jobs(len(rest))
+            done = parallel.map_runs(lambda k: worker(rest[k]), len(rest), jobs, order, waiting)
+            if done is None:  # one core: one after another, here
+                done = []
+                for index in rest:
+                    result = one(index, report_in_turn, interrupt)
+                    if result.partial:
+                        raise parallel.RunsInterrupted
+                    done.append(result)
+                    base[0] += points[index].blocks
+                    base[1] += result.metrics["smsp__inst_executed.sum"]
+            return done
+
         rest = [i for i in range(len(points)) if i != first]
-        order = sorted(range(len(rest)), key=lambda k: -points[rest[k]].warp_insts)  # the longest first
-        jobs = 1 if observer is not None else parallel.default_jobs(len(rest))
-        done = parallel.map_runs(lambda k: worker(rest[k]), len(rest), jobs, order, waiting)
-        if done is None:  # one core: one after another, here
-            done = []
-            for index in rest:
-                result = one(index, report_in_turn, interrupt)
-                if result.partial:
-                    raise parallel.RunsInterrupted
-                done.append(result)
-                base[0] += points[index].blocks
-                base[1] += result.metrics["smsp__inst_executed.sum"]
-        by_index = dict(zip(rest, done))
+        by_index = dict(zip(rest, run_all(rest)))
         if first >= 0:
             by_index[first] = first_run
         results = [by_index[i] for i in range(len(points))]
+        if observer is not None:
+            observed_run = {"blocks": points[observed].blocks, "trips": points[observed].trips,
+                            "cycles": results[observed].metrics.get("gpu_sim_cycle")}
+        observed = -1  # (a longer plan's runs below are not observed)
+        # a staggered plan whose shorter runs never held the blocks placed at their launch at once (their start
+        # spread longer than those trips: all ramp) runs its loop at twice the trips, reusing the runs it has
+        while plan.staggered and not plan.trips_asked and ramp_only(points, results) is not None:
+            longer = extend_trips(plan, ramp_only(points, results))
+            if longer is None:
+                break
+            made = {point_key(q): r for q, r in zip(points, results)}
+            dropped += [(q, r) for q, r in zip(points, results) if point_key(q) not in
+                        {point_key(n) for n in longer.points}]
+            plan, points = longer, longer.points
+            rest = [i for i, q in enumerate(points) if point_key(q) not in made]
+            if callable(start):
+                start(f"{kernel.name} (sampled: the loop at {max(q.trips for q in points)} trips, "
+                      f"{len(rest)} more reduced runs)", sum(points[i].blocks for i in rest),
+                      sum(points[i].warp_insts for i in rest))
+            base[:] = 0, 0
+            made.update((point_key(points[i]), r) for i, r in zip(rest, run_all(rest)))
+            results = [made[point_key(q)] for q in points]
     except parallel.RunsInterrupted:
         return RunResult(kernel=kernel.name, arch=spec.name, scheduler=options["scheduler"], simt=options["simt"],
                          seed=options["seed"], params=dict(kernel.params), launch=_launch_record(kernel), metrics={},
@@ -550,10 +584,6 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         if callable(stop):
             stop()
     exact = mix is not None and not mix.estimated
-    if observer is not None:
-        observed_point = points[observed]
-        observed_run = {"blocks": observed_point.blocks, "trips": observed_point.trips,
-                        "cycles": results[observed].metrics.get("gpu_sim_cycle")}
     metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
                                     mix.total_warp_insts if exact else None,
                                     mix.total_thread_insts if exact else None, l2)
@@ -566,6 +596,11 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                                "warp_instructions": pilot_run.metrics.get("smsp__inst_executed.sum")}
         record["stagger_cycles"] = stagger
         record["simulated_warp_instructions"] += pilot_run.metrics.get("smsp__inst_executed.sum", 0)
+    if dropped:  # runs of a shorter plan that the longer one does not use: simulated, so counted, and named
+        record["dropped_runs"] = [{"blocks": p.blocks, "trips": p.trips, "full_waves_before_tail": p.waves,
+                                   "cycles": r.metrics.get("gpu_sim_cycle"),
+                                   "warp_instructions": r.metrics.get("smsp__inst_executed.sum")} for p, r in dropped]
+        record["simulated_warp_instructions"] += sum(r.metrics.get("smsp__inst_executed.sum", 0) for _, r in dropped)
     last = results[-1]
     for w in last.warnings + more:
         if w not in warnings:

@@ -21,6 +21,7 @@ from .conftest import ROOT, run_cli
 
 GEMM = ROOT / "workloads/gemm_tile128.yaml"
 VECADD = ROOT / "workloads/vecadd.yaml"
+MULTISTAGE = ROOT / "workloads/gemm_multistage.yaml"
 SMALL_GEMM = dict(M=512, N=256, K=1024)  # 8 blocks, a K loop of 32 trips
 
 
@@ -685,3 +686,58 @@ def test_the_block_schedule_says_whether_the_launchs_blocks_ran_at_once():
     ramp = block_schedule.first_wave_at_once(sm, {0: 0, 1: 120, 2: 100}, {0: 100, 1: 250, 2: 200})
     assert ramp.startswith("the 2 blocks placed at the launch never ran at once: the first retirement at 100 came "
                            "before 1 of them started (the last at 120)")
+
+
+# --- runs too short for their start spread -------------------------------------------------------------------------
+RAMP_GEMM = dict(M=2048, N=2048, K=4096)  # gemm_multistage on 32 SMs: 4 waves of 64 blocks, a loop of 128 trips
+
+
+def test_extend_trips_doubles_the_runs_and_reuses_what_it_can():
+    """extend_trips: the runs at n/2 and n become n and 2n at each wave count, the check n/2 (both runs the plan
+    has); the reason says from what and why; None where 2n passes half the loop."""
+    from gpusim.sampling.plan import extend_trips
+
+    kernel = load_workload(GEMM, SMALL_GEMM)
+    cost = lambda trips: kernel_mix(with_trips(kernel, hot_loops(kernel)[0], trips)).total_warp_insts  # noqa: E731
+    plan = make_plan(kernel, 2, 10**9, "on", cost, trips_wanted=4)  # runs at 1, 2 and 4 of 32 trips
+    longer = extend_trips(plan, "a reason")
+    assert sorted((p.blocks, p.trips, p.role) for p in longer.points) == [
+        (2, 2, "check"), (2, 4, "projection"), (2, 8, "projection"), (4, 4, "projection"), (4, 8, "projection")]
+    assert "at 2, 4 and 8 trips (from 1, 2 and 4: a reason)" in longer.reason
+    new = next(p for p in longer.points if p.blocks == 4 and p.trips == 8)
+    assert new.warp_insts == round(cost(8) * 4 / 8)  # extrapolated exactly: the loop's trips issue alike
+    assert max(p.trips for p in extend_trips(longer, "again").points) == 16  # 16 <= 32 / 2
+    assert extend_trips(make_plan(kernel, 2, 10**9, "on", cost, trips_wanted=16), "too far") is None
+
+
+def test_ramp_only_names_the_shorter_run_that_never_held_its_launch_at_once():
+    from types import SimpleNamespace
+
+    from gpusim.sampling.plan import Point
+    from gpusim.sampling.runner import ramp_only
+
+    points = [Point(64, 4, 0, "projection"), Point(64, 8, 0, "projection"), Point(64, 2, 0, "check")]
+    held = SimpleNamespace(sampling={"launch_at_once": True, "first_retirement": 9000, "launch_last_start": 7000})
+    ramp = SimpleNamespace(sampling={"launch_at_once": False, "first_retirement": 5600, "launch_last_start": 6992})
+    assert ramp_only(points, [held, held, ramp]) is None  # the check's start does not count
+    assert ramp_only(points, [ramp, held, held]) == (
+        "the run of 64 blocks at 4 trips had its first block retire at cycle 5,600, before the last block placed at "
+        "its launch started (6,992): it never held them at once")
+
+
+def test_a_staggered_plan_whose_short_runs_are_all_ramp_runs_its_loop_longer():
+    """gemm_multistage on 32 SMs: its runs' first blocks start spread over more cycles than 4 of its trips take, so
+    the runs at 4 trips never hold their launch's blocks at once; the plan goes on to 8 and 16 trips, reusing the
+    runs at 4 and 8, and projects what --sample-trips 16 projects (the same runs); the runs it no longer uses are
+    named and counted. Asked for trips (--sample-trips 8), it keeps them."""
+    extended = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample="on")
+    sampling = extended.sampling
+    assert "at 4, 8 and 16 trips (from 2, 4 and 8: the run of 64 blocks at 4 trips" in sampling["detail"]
+    assert sorted({r["trips"] for r in sampling["simulated_runs"]}) == [4, 8, 16]
+    assert sorted((r["blocks"], r["trips"]) for r in sampling["dropped_runs"]) == [(64, 2), (128, 4)]
+    runs = sampling["simulated_runs"] + sampling["dropped_runs"] + [sampling["pilot_run"]]
+    assert sampling["simulated_warp_instructions"] == sum(r["warp_instructions"] for r in runs)
+    asked = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample_trips=16)
+    assert asked.metrics["gpu_sim_cycle"] == extended.metrics["gpu_sim_cycle"]
+    kept = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample_trips=8).sampling
+    assert "dropped_runs" not in kept and sorted({r["trips"] for r in kept["simulated_runs"]}) == [2, 4, 8]

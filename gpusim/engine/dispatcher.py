@@ -51,6 +51,13 @@ class Dispatcher:
         self.next_gpc = 0  # the GPC tried first for the next cluster (clusters spread over GPCs in turn)
         self.cluster_wait_cycles = 0  # cycles a cluster was ready to start but no GPC had room for it
         self.waiting_since: int | None = None
+        self.launch_last_start = -1  # the cycle the last block placed at the launch starts (its warps arrive)
+        self.first_retirement: int | None = None  # the cycle the first block retired
+
+    def launch_at_once(self) -> bool:
+        """Whether every block placed at the launch was running at one moment: the last of them started before the
+        first block retired (a staggered run too short for that holds its first wave at no moment: all ramp)."""
+        return self.first_retirement is None or self.launch_last_start < self.first_retirement
 
     def start(self, now: int = 0) -> None:
         """Fill every SM, one block per SM per round, until the launch is placed or every SM is full."""
@@ -64,7 +71,9 @@ class Dispatcher:
                 if self.next_block >= self.nblocks:
                     break
                 if sm.resident_blocks < self.blocks_per_sm:
-                    self.place(sm, now + self.delay(self.next_block))
+                    at = now + self.delay(self.next_block)
+                    self.place(sm, at)
+                    self.launch_last_start = max(self.launch_last_start, at + self.launch_cycles)
                     placed = True
 
     def delay(self, index: int) -> int:
@@ -80,6 +89,8 @@ class Dispatcher:
     def block_retired(self, sm, now: int) -> None:
         """A block left `sm`: the next block goes there (every other SM is still full); with clusters, the next
         clusters go wherever a GPC now has room for them."""
+        if self.first_retirement is None:
+            self.first_retirement = now
         if self.clusters is not None:
             self.place_clusters(now)
         elif self.next_block < self.nblocks:

@@ -70,6 +70,7 @@ class Plan:
     # waves sampled with trips: the runs' first blocks start spread out (see STAGGER_TRIPS), as the blocks of a
     # long kernel's later waves do, and a pilot run (the tail at STAGGER_TRIPS trips) says over how many cycles
     staggered: bool = False
+    trips_asked: bool = False  # the loop's trips are --sample-trips's, not the budget's (never extended)
 
     @property
     def sampled(self) -> bool:
@@ -216,7 +217,35 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
     if sample_waves:
         reason += "; the first blocks of each run start spread over the time the tail takes for " \
                   f"{STAGGER_TRIPS} trips (a pilot run), as later waves do"
-    return Plan(method, reason, **base, loop_lines=lines, trips=trips, points=tuple(points), staggered=sample_waves)
+    return Plan(method, reason, **base, loop_lines=lines, trips=trips, points=tuple(points), staggered=sample_waves,
+                trips_asked=trips_wanted is not None)
+
+
+def extend_trips(plan: Plan, why: str) -> Plan | None:
+    """`plan` with its loop's runs at twice the trips: n and 2n for each wave count where they were n/2 and n, the
+    check at n/2 (the runs at n and the check at n/2 are runs the plan has made); None where 2n would pass half the
+    loop's trips. A new run's warp-instructions are extrapolated from the two it follows (the loop's trips issue
+    alike, see _even_trips). `why`: what the shorter runs lacked, for the plan's reason."""
+    projection = [p for p in plan.points if p.role == "projection"]
+    if plan.trips is None or not projection:
+        return None
+    n_b = max(p.trips or 0 for p in projection)
+    n_a = n_b // 2
+    if 2 * n_b > plan.trips // 2 or n_a < 1:
+        return None
+    points: list[Point] = []
+    for p in projection:
+        if p.trips != n_b:
+            continue
+        low = next(q for q in projection if q.blocks == p.blocks and q.trips == n_a)
+        longer = p.warp_insts + (p.warp_insts - low.warp_insts) * n_b // max(1, n_b - n_a)
+        points += [p, Point(p.blocks, 2 * n_b, p.waves, "projection", longer)]
+    check = next(p for p in plan.points if p.role == "check")
+    points.append(attrs.evolve(next(q for q in projection if q.blocks == check.blocks and q.trips == n_a),
+                               role="check"))
+    reason = plan.reason.replace(f" at {n_b // 4}, {n_a} and {n_b} trips",
+                                 f" at {n_a}, {n_b} and {2 * n_b} trips (from {n_b // 4}, {n_a} and {n_b}: {why})", 1)
+    return attrs.evolve(plan, reason=reason, points=tuple(points))
 
 
 def check_sample_trips(trips_wanted, mode: str) -> None:
@@ -246,5 +275,5 @@ def _points_cost(cost, blocks: int, wave_points, n_b: int) -> float:
     return total + wave_points[0][0] / blocks * cost(n_b // 4)
 
 
-__all__ = ["AUTO_THRESHOLD", "BUDGET", "Plan", "Point", "SAMPLE_MODES", "check_sample_trips", "hot_loops", "make_plan",
-           "with_trips"]
+__all__ = ["AUTO_THRESHOLD", "BUDGET", "Plan", "Point", "SAMPLE_MODES", "check_sample_trips", "extend_trips",
+           "hot_loops", "make_plan", "with_trips"]

@@ -24,6 +24,25 @@ def pilot_point(plan: Plan) -> Point:
                  round(first.warp_insts * STAGGER_TRIPS / max(1, first.trips or 1)))
 
 
+def point_key(point: Point) -> tuple:
+    """What makes a reduced run: its blocks, trips and full waves before the tail (not its role)."""
+    return point.blocks, point.trips, point.waves
+
+
+def ramp_only(points, results) -> str | None:
+    """Why the plan's shorter loop runs are all ramp, or None where they are not: a projection run at the fewest
+    trips whose blocks placed at the launch never ran at once (its first block retired before the last of them
+    started: their start spread is longer than those trips; `results`: the runs' RunResults, in `points` order)."""
+    fewest = min((p.trips for p in points if p.role == "projection" and p.trips is not None), default=None)
+    for point, result in zip(points, results):
+        reduced = result.sampling or {}
+        if point.role == "projection" and point.trips == fewest and reduced.get("launch_at_once") is False:
+            return (f"the run of {point.blocks:,} blocks at {fewest} trips had its first block retire at cycle "
+                    f"{reduced['first_retirement']:,}, before the last block placed at its launch started "
+                    f"({reduced['launch_last_start']:,}): it never held them at once")
+    return None
+
+
 def point_kernel(kernel, plan: Plan, point: Point):
     """The kernel one reduced run simulates: as written, or with its hot loops at the point's trips."""
     if point.trips is None:
