@@ -529,6 +529,7 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                 raise parallel.RunsInterrupted
             l2 = _shadow_for_runs(plan, points[first], first_run.metrics, points, "the check run")
             base[:] = points[first].blocks, first_run.metrics["smsp__inst_executed.sum"]
+
         def run_all(rest: list[int]) -> list[RunResult]:  # points[i] for i in rest, side by side where there are cores
             order = sorted(range(len(rest)), key=lambda k: -points[rest[k]].warp_insts)  # the longest first
             jobs = 1 if observer is not None else parallel.default_jobs(len(rest))
@@ -555,8 +556,9 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         observed = -1  # (a longer plan's runs below are not observed)
         # a staggered plan whose shorter runs never held the blocks placed at their launch at once (their start
         # spread longer than those trips: all ramp) runs its loop at twice the trips, reusing the runs it has
-        while plan.staggered and not plan.trips_asked and ramp_only(points, results) is not None:
-            longer = extend_trips(plan, ramp_only(points, results))
+        while plan.staggered and not plan.trips_asked:
+            ramp = ramp_only(points, results)
+            longer = extend_trips(plan, ramp) if ramp is not None else None
             if longer is None:
                 break
             made = {point_key(q): r for q, r in zip(points, results)}
