@@ -29,7 +29,7 @@ from .workload.overrides import LaunchOverrides, apply_launch_overrides, check_l
 from .workload.opcodes import refusal, unsupported_warning
 from .sampling.plan import (MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, extend_trips, hot_loops, make_plan,
                             with_trips)
-from .sampling.plan import check_sample_trips as sampling_trips_check
+from .sampling.plan import check_sample_trips  # (run's and sweep's check of --sample-trips)
 from .sampling import parallel
 from .sampling.project import mib
 from .sampling.reuse import reuse_estimate, shadow_capacity
@@ -407,12 +407,6 @@ def trace_waves(kernel, gpu) -> int:
     return (kernel.launch.nblocks - 1) // wave
 
 
-def check_sample_trips(sample_trips, sample) -> None:
-    """--sample-trips: None, or a whole number (its range is the kernel's: see sampling.plan.make_plan)."""
-    if sample_trips is not None:
-        sampling_trips_check(sample_trips, sample)
-
-
 def _longer_trips(record: dict) -> str:
     """The unsettled note's hint: the option that samples the loop at twice the trips, where the loop has them."""
     steady, trips = record.get("steady_state") or {}, record.get("loop_trips")
@@ -562,8 +556,8 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
             if longer is None:
                 break
             made = {point_key(q): r for q, r in zip(points, results)}
-            dropped += [(q, r) for q, r in zip(points, results) if point_key(q) not in
-                        {point_key(n) for n in longer.points}]
+            kept = {point_key(q) for q in longer.points}
+            dropped += [(q, r) for q, r in zip(points, results) if point_key(q) not in kept]
             plan, points = longer, longer.points
             rest = [i for i, q in enumerate(points) if point_key(q) not in made]
             if callable(start):

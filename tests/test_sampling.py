@@ -741,3 +741,16 @@ def test_a_staggered_plan_whose_short_runs_are_all_ramp_runs_its_loop_longer():
     assert asked.metrics["gpu_sim_cycle"] == extended.metrics["gpu_sim_cycle"]
     kept = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample_trips=8).sampling
     assert "dropped_runs" not in kept and sorted({r["trips"] for r in kept["simulated_runs"]}) == [2, 4, 8]
+
+
+def test_a_sweeps_sample_trips_out_of_range_is_a_one_line_error():
+    """The sweep checks --sample-trips as run does, before anything runs (and a varied value out of the loop's range
+    is that row's one-line error)."""
+    from gpusim.sweep import sweep
+
+    with pytest.raises(GpusimError) as caught:
+        sweep(GEMM, "h100", params=SMALL_GEMM, sample_trips=2, jobs=1)
+    assert str(caught.value) == "--sample-trips 2: expected a whole number of loop trips, at least 4"
+    rows = sweep(GEMM, "h100", vary={"sample_trips": [64]}, params=SMALL_GEMM, sms=4, jobs=1)
+    rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+    assert rows[0]["error"] == "--sample-trips 64: expected a whole number from 4 to 16 (half the hot loop's 32 trips)"

@@ -249,8 +249,10 @@ def extend_trips(plan: Plan, why: str) -> Plan | None:
 
 
 def check_sample_trips(trips_wanted, mode: str) -> None:
-    """--sample-trips N (`trips_wanted`, not None) under --sample `mode`: a whole number of at least MIN_SAMPLE_TRIPS,
-    not with `off` (the upper bound is the kernel's loop's: see make_plan)."""
+    """--sample-trips N (`trips_wanted`; None: not given) under --sample `mode`: a whole number of at least
+    MIN_SAMPLE_TRIPS, not with `off` (the upper bound is the kernel's loop's: see make_plan)."""
+    if trips_wanted is None:
+        return
     whole = isinstance(trips_wanted, numbers.Integral) and not isinstance(trips_wanted, bool)
     if not whole or trips_wanted < MIN_SAMPLE_TRIPS:
         raise GpusimError(f"--sample-trips {str(trips_wanted)[:40]}: expected a whole number of loop trips, at least "
