@@ -572,7 +572,8 @@ def test_the_block_schedule_script_refuses_a_kernel_without_a_loop_to_time():
 def test_the_spread_script_nudges_only_the_stagger_and_refuses_an_unknown_row():
     """`validation/sampling_spread.py` reruns a staggered plan with the runs' spread a few cycles longer than the
     pilot's: the record says so, the engine's own `_run_kernel` is back afterwards, and a `--rows` that matches
-    nothing, or a `--deltas` empty or not whole numbers, is a one-line error before anything runs."""
+    nothing, a `--deltas` empty or not whole numbers, or a `--sync-window` out of range, is a one-line error before
+    anything runs; `--sync-window` reaches the runs."""
     import subprocess
     import sys
 
@@ -610,8 +611,12 @@ def test_the_spread_script_nudges_only_the_stagger_and_refuses_an_unknown_row():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
     assert done.stderr.startswith("sampling_spread.py: --rows nosuch: no row's label or arch contains")
+    lax = sampling_spread.sampled_with_stagger_delta("h100", dict(M=1024, N=512, K=1024), 0, sms=4, sync_window=64)
+    assert lax["sync_window"] == 64 and nudged["sync_window"] == 1 and len(lax["runs"]) == len(base["simulated_runs"])
     for bad, says in ((["--deltas"], "--deltas: expected at least one change of the stagger, in cycles"),
-                      (["--deltas", "one"], "argument --deltas: invalid int value: 'one'")):
+                      (["--deltas", "one"], "argument --deltas: invalid int value: 'one'"),
+                      (["--sync-window", "0"], "--sync-window 0: expected a whole number of cycles from 1"),
+                      (["--sync-window", "x"], "argument --sync-window: invalid int value: 'x'")):
         done = subprocess.run([sys.executable, str(ROOT / "validation/sampling_spread.py"), *bad],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
