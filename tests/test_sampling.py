@@ -569,6 +569,31 @@ def test_the_block_schedule_script_refuses_a_kernel_without_a_loop_to_time():
     assert done.stderr == f"block_schedule.py: {VECADD}: no loop of a constant trip count to time\n"
 
 
+def test_the_block_schedule_script_reports_blocks_that_settle_at_two_speeds():
+    """`per_block_spread` (validation/block_schedule.py) puts each block's median cost a trip (trips 3 on, at the
+    residency most trips ran with) in quantiles over the blocks and counts those above halfway from the 10% to the
+    90% one: two speeds, as gemm_multistage's blocks settle at (README), show as a 10% and a 90% far apart and the
+    slow ones counted; trips at another residency, and the first two trips, are left out."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "validation"))
+    try:
+        from block_schedule import per_block_spread
+    finally:
+        sys.path.pop(0)
+
+    def ticks(cost, n=12, resident=2):  # warp 0's trip starts: a ramp of two trips, then `cost` a trip
+        return [(0, resident), (5000, resident)] + [(5000 + cost * k, resident) for k in range(1, n)]
+
+    trips = {b: ticks(1200) for b in range(16)}
+    trips.update({b: ticks(1500) for b in range(16, 20)})
+    trips[20] = ticks(900, resident=1)  # another residency: not counted at 2
+    line = per_block_spread(trips)
+    assert line.startswith("per block, with 2 on its SM: its median cost a trip over 20 blocks 1,200 (fastest)")
+    assert "1,500 (90%), 1,500 (slowest); 4 above 1,350, halfway from 10% to 90%" in line
+    assert per_block_spread({0: ticks(1200)}) == "" and per_block_spread({0: ticks(1200, n=2)}) == ""
+
+
 def test_the_spread_script_nudges_only_the_stagger_and_refuses_an_unknown_row():
     """`validation/sampling_spread.py` reruns a staggered plan with the runs' spread a few cycles longer than the
     pilot's: the record says so, the engine's own `_run_kernel` is back afterwards, and a `--rows` that matches

@@ -6,8 +6,10 @@ reduced runs are, with `--stagger`).
 
     python validation/block_schedule.py workloads/gemm_tile128.yaml --arch h100 --out /tmp/blocks.json
     python validation/block_schedule.py workloads/gemm_tile128.yaml --arch h100 --blocks 628 --trips 8 --stagger 6702
+    python validation/block_schedule.py workloads/gemm_multistage.yaml --set M=128 --set N=256 --sms 1 --stagger 600
 
-prints the cost a trip by blocks resident (trips 3 on), the last block to end and the range of block durations,
+prints the cost a trip by blocks resident (trips 3 on), each block's own cost a trip in quantiles over the blocks
+(where they settle at two speeds, how many are slow), the last block to end and the range of block durations,
 and whether every block placed at the launch was running at one moment (a reduced run whose first retirement comes
 before its last first block starts never holds its first wave at once: its trips are all start-up ramp); writes
 every block's record to `--out` (JSON) when given.
@@ -84,6 +86,33 @@ def first_wave_at_once(sm: dict, start: dict, end: dict) -> str:
             f"came before {late:,} of them started (the last at {last:,}): the run's trips are all start-up ramp")
 
 
+def per_block_spread(trips: dict) -> str:
+    """How a block's cost a trip differs from block to block, at the residency most trips ran with (trips 3 on, as
+    above): each block's median there, as quantiles over the blocks ('' with fewer than 2). A sd that is a spread
+    between blocks, not within them, shows here: gemm_multistage's blocks each settle at about 1,195 or about
+    1,500 cycles a trip, two to an SM, by the two blocks' relative start (README, "Full-size kernels")."""
+    by_resident: dict[int, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for block, ticks in trips.items():
+        for (t0, r0), (t1, r1) in zip(ticks[2:], ticks[3:]):
+            if r0 == r1:
+                by_resident[r0][block].append(t1 - t0)
+    if not by_resident:
+        return ""
+    resident = max(by_resident, key=lambda r: (sum(len(c) for c in by_resident[r].values()), r))
+    medians = sorted(statistics.median(costs) for costs in by_resident[resident].values())
+    if len(medians) < 2:
+        return ""
+
+    def at(q: float) -> float:
+        return medians[min(len(medians) - 1, int(q * len(medians)))]
+
+    middle = (at(0.1) + at(0.9)) / 2
+    slow = sum(1 for m in medians if m > middle)
+    return (f"per block, with {resident} on its SM: its median cost a trip over {len(medians):,} blocks "
+            f"{medians[0]:,.0f} (fastest), {at(0.1):,.0f} (10%), {at(0.5):,.0f} (50%), {at(0.9):,.0f} (90%), "
+            f"{medians[-1]:,.0f} (slowest); {slow:,} above {middle:,.0f}, halfway from 10% to 90%")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload")
@@ -92,6 +121,7 @@ def main() -> int:
     parser.add_argument("--blocks", type=int, default=None, help="the grid's first BLOCKS blocks only")
     parser.add_argument("--trips", type=int, default=None, help="the hot loop at TRIPS trips")
     parser.add_argument("--stagger", type=int, default=0, help="the first blocks start spread over these cycles")
+    parser.add_argument("--sms", type=int, default=None, help="simulate only SMS SMs (as gpusim run --sms)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     try:
@@ -108,7 +138,7 @@ def main() -> int:
         if args.stagger < 0:
             raise GpusimError(f"--stagger {args.stagger}: expected cycles >= 0")
         observer = BlockSchedule(first_body_pc(loops[0]))
-        result = _run_kernel(kernel, load_arch(args.arch), scheduler="lrr", simt="stack", sms=None, seed=0,
+        result = _run_kernel(kernel, load_arch(args.arch), scheduler="lrr", simt="stack", sms=args.sms, seed=0,
                              memory="hierarchy", observer=observer, max_instructions=None, on_count=None,
                              block_limit=args.blocks, stagger=args.stagger)
     except GpusimError as exc:
@@ -122,6 +152,9 @@ def main() -> int:
     for resident, costs in sorted(by_resident.items()):
         print(f"  {resident} block(s) on the SM: {statistics.mean(costs):,.0f} cycles a trip "
               f"(sd {statistics.pstdev(costs):,.0f}, {len(costs):,} trips)")
+    spread = per_block_spread(observer.trips)
+    if spread:
+        print("  " + spread)
     last = max(observer.end, key=lambda b: (observer.end[b], b))
     durations = sorted(observer.end[b] - observer.start[b] for b in observer.end)
     print(f"  the last block to end: {last} on SM {observer.sm[last]}, {observer.start[last]:,} to "
