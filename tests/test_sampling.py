@@ -546,6 +546,7 @@ def test_the_accuracy_scripts_rows_option_refuses_a_label_it_does_not_have():
     (["--blocks", "5000"], "block_schedule.py: --blocks 5000: expected 1 to 64"),
     (["--stagger", "-3"], "block_schedule.py: --stagger -3: expected cycles >= 0"),
     (["--arch", "nosuch"], "block_schedule.py: unknown arch 'nosuch'"),
+    (["--sms", "0"], "block_schedule.py: --sms 0: expected 1 to 132 for h100"),
 ])
 def test_the_block_schedule_script_refuses_bad_options_in_one_line(args, expected):
     """`validation/block_schedule.py` (where and when each block ran): a bad option is one line naming it and what
