@@ -143,7 +143,11 @@ def main() -> int:
                              block_limit=args.blocks, stagger=args.stagger)
     except GpusimError as exc:
         sys.exit(f"block_schedule.py: {exc}")
-    print(f"{result.metrics['gpu_sim_cycle']:,} cycles, {len(observer.end):,} blocks")
+    metrics = result.metrics
+    print(f"{metrics['gpu_sim_cycle']:,} cycles, {len(observer.end):,} blocks; L2 hit rate "
+          f"{metrics.get('lts__t_sector_hit_rate.pct', 0):.1f}%, L2 sectors merged with a line in flight "
+          f"{metrics.get('gpusim__l2_pending_merged_sectors', 0):,} of {metrics.get('lts__t_sectors.sum', 0):,}, "
+          f"merged in the L1s' MSHRs {metrics.get('gpusim__l1_mshr_merged_sectors', 0):,}")
     by_resident = defaultdict(list)
     for ticks in observer.trips.values():
         for (t0, r0), (t1, r1) in zip(ticks[2:], ticks[3:]):  # trips 3 on, where the SM's residency held
@@ -164,7 +168,10 @@ def main() -> int:
     if args.out:
         Path(args.out).write_text(json.dumps({
             "workload": args.workload, "arch": args.arch, "set": args.set, "blocks": args.blocks, "trips": args.trips,
-            "stagger": args.stagger, "cycles": result.metrics["gpu_sim_cycle"],
+            "stagger": args.stagger, "sms": args.sms, "cycles": metrics["gpu_sim_cycle"],
+            "metrics": {key: metrics.get(key) for key in ("lts__t_sector_hit_rate.pct", "lts__t_sectors.sum",
+                                                          "gpusim__l2_pending_merged_sectors",
+                                                          "gpusim__l1_mshr_merged_sectors", "dram__bytes_read.sum")},
             "block": {b: {"sm": observer.sm[b], "start": observer.start[b], "end": observer.end.get(b),
                           "trips": observer.trips.get(b, [])} for b in sorted(observer.sm)}}) + "\n")
     return 0
