@@ -86,16 +86,23 @@ def first_wave_at_once(sm: dict, start: dict, end: dict) -> str:
             f"came before {late:,} of them started (the last at {last:,}): the run's trips are all start-up ramp")
 
 
-def per_block_spread(trips: dict) -> str:
-    """How a block's cost a trip differs from block to block, at the residency most trips ran with (trips 3 on, as
-    above): each block's median there, as quantiles over the blocks ('' with fewer than 2). A sd that is a spread
-    between blocks, not within them, shows here: gemm_multistage's blocks each settle at about 1,195 or about
-    1,500 cycles a trip, two to an SM, by the two blocks' relative start (README, "Full-size kernels")."""
+def trip_costs(trips: dict) -> dict[int, dict[int, list[int]]]:
+    """Each block's trip costs by the blocks resident on its SM: {resident: {block: [cycles a trip]}}, trips 3 on
+    (the first two are the start's ramp), only trips over which the SM's residency held."""
     by_resident: dict[int, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
     for block, ticks in trips.items():
         for (t0, r0), (t1, r1) in zip(ticks[2:], ticks[3:]):
             if r0 == r1:
                 by_resident[r0][block].append(t1 - t0)
+    return by_resident
+
+
+def per_block_spread(trips: dict) -> str:
+    """How a block's cost a trip differs from block to block, at the residency most trips ran with (trip_costs):
+    each block's median there, as quantiles over the blocks ('' with fewer than 2). A sd that is a spread
+    between blocks, not within them, shows here: gemm_multistage's blocks each settle at about 1,195 or about
+    1,500 cycles a trip, two to an SM, by the two blocks' relative start (README, "Full-size kernels")."""
+    by_resident = trip_costs(trips)
     if not by_resident:
         return ""
     resident = max(by_resident, key=lambda r: (sum(len(c) for c in by_resident[r].values()), r))
@@ -148,12 +155,8 @@ def main() -> int:
           f"{metrics.get('lts__t_sector_hit_rate.pct', 0):.1f}%, L2 sectors merged with a line in flight "
           f"{metrics.get('gpusim__l2_pending_merged_sectors', 0):,} of {metrics.get('lts__t_sectors.sum', 0):,}, "
           f"merged in the L1s' MSHRs {metrics.get('gpusim__l1_mshr_merged_sectors', 0):,}")
-    by_resident = defaultdict(list)
-    for ticks in observer.trips.values():
-        for (t0, r0), (t1, r1) in zip(ticks[2:], ticks[3:]):  # trips 3 on, where the SM's residency held
-            if r0 == r1:
-                by_resident[r0].append(t1 - t0)
-    for resident, costs in sorted(by_resident.items()):
+    for resident, per_block in sorted(trip_costs(observer.trips).items()):
+        costs = [cost for block_costs in per_block.values() for cost in block_costs]
         print(f"  {resident} block(s) on the SM: {statistics.mean(costs):,.0f} cycles a trip "
               f"(sd {statistics.pstdev(costs):,.0f}, {len(costs):,} trips)")
     spread = per_block_spread(observer.trips)
