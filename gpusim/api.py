@@ -19,7 +19,7 @@ from .arch import ArchSpec, load_arch
 from .engine.gpu import build_gpu
 from .engine.scheduler import DEFAULT_POLICY, policy_names
 from .errors import GpusimError, shorten, shown
-from .stats.invariants import speed_of_light
+from .stats.invariants import speed_of_light, violations
 from .stats.metrics import combine_metrics, kernel_metrics
 from .trace import TraceKernel, is_command_list, is_trace, load_trace, read_command_list
 from .workload import Kernel, WorkloadError, kernel_mix, load_workload
@@ -34,6 +34,7 @@ from .sampling import parallel
 from .sampling.project import mib
 from .sampling.reuse import reuse_estimate, shadow_capacity
 from .sampling.runner import INSTRUCTION_CHECK, pilot_point, point_key, point_kernel, project, ramp_only
+from .sampling.warm import warm_plan
 from .trace.mix import trace_mix
 from .workload.program import program_infos
 
@@ -95,6 +96,8 @@ class RunResult:
     sync_window: int = 1  # cycles the SMs were stepped out of time order (1: exact; see gpusim.engine.gpu)
     per_instruction: list | None = None  # --per-inst: one object per static instruction (gpusim.stats.per_instruction)
     timeline: Any = attrs.field(default=None, eq=False, repr=False)  # what a recorder saw (plots; not in the record)
+    # the physical limits the reported metrics break (gpusim.stats.invariants; one line each, empty: all hold)
+    violations: list = attrs.field(factory=list)
 
     def to_dict(self) -> dict:
         """The JSON record (wall time left out, so identical runs give identical records)."""
@@ -284,7 +287,7 @@ def _with_overrides(overrides: LaunchOverrides, fn, *args, **kwargs):
 
 def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, max_instructions,
                 on_count, sample="off", block_limit=None, progress=None, interrupt=None, stagger=0,
-                shadow_l2=0, sync_window=1, sample_trips=None) -> RunResult:
+                shadow_l2=0, warm_l2=None, sync_window=1, sample_trips=None) -> RunResult:
     started = time.perf_counter()
     traced = isinstance(kernel, TraceKernel)
     warnings = [] if traced else list(kernel.warnings)  # a YAML kernel's own (e.g. a launch dimension floored)
@@ -311,6 +314,8 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
                     stream_factory=stream_factory, block_limit=block_limit, stagger=stagger, sync_window=sync_window)
     if shadow_l2 and hasattr(gpu.memory, "use_shadow_l2"):  # a sampled run's (see sampling.reuse)
         gpu.memory.use_shadow_l2(shadow_l2)
+    if warm_l2 is not None and hasattr(gpu.memory, "warm_l2"):  # a sampled run's (see sampling.warm)
+        gpu.memory.warm_l2(float(warm_l2))
     mix = None
     if not traced and block_limit is None:
         mix = check_size(kernel, max_instructions if sample == "off" else None)
@@ -328,24 +333,31 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
         if plan.sampled:
             result = _run_sampled(kernel, spec, plan, mix, started, list(warnings), scheduler=scheduler, simt=simt,
                                   sms=sms, seed=seed, memory=memory, observer=observer, progress=progress,
-                                  interrupt=interrupt, sync_window=sync_window)
-            unsettled = sampling_unsettled(result.sampling) if not result.partial else ""
-            if sample == "on" and sample_trips is None or not unsettled:
+                                  interrupt=interrupt, sync_window=sync_window,
+                                  refine=sample == "auto" and sample_trips is None)
+            if result.partial:
                 return result
+            unsettled = sampling_unsettled(result.sampling)
+            broken = "; ".join(result.violations)
+            why = f"the projection breaks a physical limit ({broken})" if broken else unsettled
+            if sample == "on" and sample_trips is None and not broken or not why:
+                return result
+            if sample == "on" and sample_trips is None:  # asked for: reported with the limits it breaks
+                return attrs.evolve(result, warnings=result.warnings + [f"--sample on: {why}"])
             total = mix.total_warp_insts if mix is not None else 0
             if sample_trips is not None or total > FALLBACK_SECONDS * engine_rate():  # keep it (asked for, or a
                 # full run would take too long to make instead), saying so
                 how = f"--sample-trips {sample_trips}" if sample_trips is not None else "--sample auto"
-                note = (f"{how}: {unsettled}, so the projection may be off by more than its estimate "
+                note = (f"{how}: {why}, so the projection may be off by more than its estimate "
                         f"({result.sampling.get('error_estimate_pct', 0):.1f}%); a full run (--sample off) would "
                         f"simulate {total:,} warp-instructions, about {_duration(total / engine_rate())}"
-                        f"{_longer_trips(result.sampling)}")
-                result.sampling["unsettled"] = unsettled
+                        f"{_longer_trips(result.sampling) if not broken else ''}")
+                result.sampling["unsettled"] = why
                 return attrs.evolve(result, warnings=result.warnings + [note])
             full = _run_kernel(kernel, spec, scheduler=scheduler, simt=simt, sms=sms, seed=seed, memory=memory,
                                observer=observer, max_instructions=max_instructions, on_count=None, sample="off",
                                progress=progress, interrupt=interrupt, sync_window=sync_window)
-            note = f"--sample auto: {unsettled}; simulated in full"
+            note = f"--sample auto: {why}; simulated in full"
             return attrs.evolve(full, warnings=full.warnings + [note],
                                 sampling={"method": "full", "detail": note, "rejected_sample": result.sampling},
                                 wall_seconds=time.perf_counter() - started)
@@ -372,7 +384,8 @@ def _run_kernel(kernel, spec, *, scheduler, simt, sms, seed, memory, observer, m
     if warning:
         warnings.append(warning)
     metrics = kernel_metrics(gpu, cycles)
-    return RunResult(kernel=kernel.name, arch=spec.name, scheduler=scheduler,
+    return RunResult(violations=violations(metrics, spec) if block_limit is None else [],
+                     kernel=kernel.name, arch=spec.name, scheduler=scheduler,
                      simt="trace" if traced else simt,  # a trace replays the order its warps executed
                      seed=seed, params=dict(kernel.params), launch=_launch_record(kernel), metrics=metrics,
                      wall_seconds=time.perf_counter() - started, warnings=warnings, unknown_opcodes=unknown,
@@ -455,9 +468,11 @@ def sampling_unsettled(record: dict) -> str:
 
 
 def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, *, progress=None, interrupt=None,
-                 **options) -> RunResult:
+                 refine: bool = False, **options) -> RunResult:
     """The plan's reduced runs, each a full simulation of a reduced kernel (side by side on the cores this
-    process may use, see gpusim.sampling.parallel), and the record projected from them."""
+    process may use, see gpusim.sampling.parallel), and the record projected from them. `refine` (`auto`): a
+    projection with no steady state, or one that breaks a physical limit, runs the loop at more trips while it
+    has them."""
     points = plan.points
     pilot = pilot_point(plan) if plan.staggered else None
     update = getattr(progress, "update", progress)
@@ -482,11 +497,13 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
     dropped: list = []  # (point, result) of runs a longer plan (extend_trips) made unnecessary
 
     l2 = None  # where the pilot finds the waves sharing data the full run's L2 cannot keep: a shadow L2 (reuse.py)
+    warm_from: list = [None]  # the dirty fraction the runs made now start their L2 with (None: empty; see warm.py)
 
     def reduced(point: Point, report=None, stop=None, watch=None, spread: int = 0) -> RunResult:
         return _run_kernel(point_kernel(kernel, plan, point), spec, max_instructions=None, on_count=None,
                            sample="off", block_limit=point.blocks, progress=report, interrupt=stop,
-                           observer=watch, stagger=spread, shadow_l2=l2["shadow"] if l2 else 0, **options)
+                           observer=watch, stagger=spread, shadow_l2=l2["shadow"] if l2 else 0,
+                           warm_l2=warm_from[0], **options)
 
     def one(index: int, report=None, stop=None) -> RunResult:
         return reduced(points[index], report, stop, observer if index == observed else None, stagger)
@@ -548,11 +565,27 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
             observed_run = {"blocks": points[observed].blocks, "trips": points[observed].trips,
                             "cycles": results[observed].metrics.get("gpu_sim_cycle")}
         observed = -1  # (a longer plan's runs below are not observed)
-        # a staggered plan whose shorter runs never held the blocks placed at their launch at once (their start
-        # spread longer than those trips: all ramp) runs its loop at twice the trips, reusing the runs it has
-        while plan.staggered and not plan.trips_asked:
-            ramp = ramp_only(points, results)
-            longer = extend_trips(plan, ramp) if ramp is not None else None
+        exact = mix is not None and not mix.estimated
+
+        def projection(warm=None) -> tuple[dict, dict, list]:  # the record projected from the runs made
+            metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
+                                            mix.total_warp_insts if exact else None,
+                                            mix.total_thread_insts if exact else None, l2, warm)
+            metrics.update(speed_of_light(metrics, spec))  # percentages of peak from the projected counts
+            return metrics, record, more
+
+        # the loop at twice the trips, reusing the runs made, where a staggered plan's shorter runs never held the
+        # blocks placed at their launch at once (their start spread longer than those trips: all ramp), or where
+        # `auto` finds no steady state or a projection that breaks a physical limit (refine), while the loop has
+        # the trips
+        while not plan.trips_asked:
+            why = ramp_only(points, results) if plan.staggered else None
+            if why is None and refine:
+                metrics, record, _ = projection()
+                broken = violations(metrics, spec)
+                why = sampling_unsettled(record) or ("the projection breaks a physical limit (" + "; ".join(broken)
+                                                     + ")" if broken else None)
+            longer = extend_trips(plan, why) if why else None
             if longer is None:
                 break
             made = {point_key(q): r for q, r in zip(points, results)}
@@ -567,6 +600,20 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
             base[:] = 0, 0
             made.update((point_key(points[i]), r) for i, r in zip(rest, run_all(rest)))
             results = [made[point_key(q)] for q in points]
+        # a streaming kernel whose full run fills the L2 with dirty lines and writes them back, where the runs end
+        # before theirs do: its later waves (or trips) run again from an L2 in that steady state (sampling.warm)
+        warm = None
+        fill = warm_plan(plan, [(p, r.metrics) for p, r in zip(points, results)]) if l2 is None else None
+        if fill is not None:
+            warm_points = [p for p in points if p.role == "projection"]
+            if callable(start):
+                start(f"{kernel.name} (sampled: {len(warm_points)} runs from an L2 in its steady dirty state)",
+                      sum(p.blocks for p in warm_points), sum(p.warp_insts for p in warm_points))
+            base[:] = 0, 0
+            warm_from[0] = fill["dirty_fraction"]
+            warm_results = run_all([points.index(p) for p in warm_points])
+            warm_from[0] = None
+            warm = {**fill, "runs": [(p, r.metrics) for p, r in zip(warm_points, warm_results)]}
     except parallel.RunsInterrupted:
         return RunResult(kernel=kernel.name, arch=spec.name, scheduler=options["scheduler"], simt=options["simt"],
                          seed=options["seed"], params=dict(kernel.params), launch=_launch_record(kernel), metrics={},
@@ -579,11 +626,7 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         stop = getattr(progress, "stop", None)
         if callable(stop):
             stop()
-    exact = mix is not None and not mix.estimated
-    metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
-                                    mix.total_warp_insts if exact else None,
-                                    mix.total_thread_insts if exact else None, l2)
-    metrics.update(speed_of_light(metrics, spec))  # percentages of peak from the projected counts, not extrapolated
+    metrics, record, more = projection(warm)
     if observer is not None:
         record["observed_run"] = observed_run  # what the observer (plots, timeline, per-instruction) saw
     if pilot_run is not None:
@@ -602,7 +645,8 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         if w not in warnings:
             warnings.append(w)
     return attrs.evolve(last, params=dict(kernel.params), launch=_launch_record(kernel), metrics=metrics,
-                        warnings=warnings, wall_seconds=time.perf_counter() - started, sampling=record)
+                        warnings=warnings, wall_seconds=time.perf_counter() - started, sampling=record,
+                        violations=violations(metrics, spec))
 
 
 def _shadow_for_runs(plan: Plan, first: Point, metrics: dict, points, source: str) -> dict | None:
@@ -655,6 +699,7 @@ def _run_command_list(path: Path, spec, overrides: LaunchOverrides = LaunchOverr
                      wall_seconds=time.perf_counter() - started, warnings=warnings, notes=notes,
                      unknown_opcodes=dict(sorted(unknown.items(), key=lambda kv: (-kv[1], kv[0]))), kernels=records,
                      partial=results[-1].partial if results else False,
+                     violations=[f"kernel {i + 1}: {v}" for i, r in enumerate(results) for v in r.violations],
                      sync_window=max((r.sync_window for r in results), default=options["sync_window"]),
                      interrupted=None if not results or results[-1].interrupted is None else
                      {"kernel": len(results), "kernels": kernels, **results[-1].interrupted})

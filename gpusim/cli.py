@@ -488,10 +488,12 @@ def _cmd_run(args) -> int:
         print(one_line(f"note: {len(result.unknown_opcodes)} opcode(s) not in the opcode table ran as int32-pipe "
                        f"instructions: " + ", ".join(f"{op} ({n:,} warp-inst)"
                                                      for op, n in result.unknown_opcodes.items())), file=sys.stderr)
+    _report_violations([result])
     for view in views:  # what the views add to the result (the per-instruction rows) before the record is made
         result = view.attach(result)
     record = _json(result.to_dict())
-    code = 130 if result.partial else 0  # interrupted: the shell's code for SIGINT, with the metrics so far
+    # interrupted: the shell's code for SIGINT, with the metrics so far; a physical limit broken: 3
+    code = 130 if result.partial else VIOLATION_EXIT if result.violations else 0
     mark = _interrupted_mark(result.interrupted) if result.partial else None
     if args.json == "-":
         if mark:
@@ -564,9 +566,10 @@ def _print_side_by_side(args, results) -> int:
     for result in results:
         for warning in result.warnings:
             print(f"warning: {result.arch}/{result.scheduler}: {one_line(warning)}", file=sys.stderr)
+    _report_violations(results, each=True)
     record = _json({"runs": [r.to_dict() for r in results]})
     partial = any(r.partial for r in results)
-    code = 130 if partial else 0
+    code = 130 if partial else VIOLATION_EXIT if any(r.violations for r in results) else 0
     if partial:
         print(_interrupted_mark(results[-1].interrupted) + f" (run {len(results)}); the runs so far",
               file=sys.stderr if args.json == "-" else sys.stdout)
@@ -583,6 +586,20 @@ def _print_side_by_side(args, results) -> int:
     if args.json:
         print(f"wrote {args.json}")
     return code
+
+
+VIOLATION_EXIT = 3  # the exit status of a run whose reported metrics break a physical limit
+
+
+def _report_violations(results, each: bool = False) -> None:
+    """One line on stderr per physical limit a run's metrics break (gpusim.stats.invariants): in a full run an
+    engine bug, in a sampled one a projection that is not an answer."""
+    for result in results:
+        sampled = bool(result.sampling) and result.sampling.get("method") not in (None, "full")
+        what = "the sampled projection" if sampled else "the simulation (an engine bug: please report it)"
+        where = f"{result.arch}/{result.scheduler}: " if each else ""
+        for line in result.violations:
+            print(f"error: {where}physical limit broken by {what}: {one_line(line)}", file=sys.stderr)
 
 
 def _interrupted_mark(interrupted: dict) -> str:

@@ -262,6 +262,8 @@ def run_point(task: dict) -> dict:
                                 launch.get("carveout", options.get("carveout")))
         if result.partial:  # (only an interrupted run is partial; a sweep's are not interrupted)
             row[ERROR] = "the run stopped early: partial metrics"
+        elif result.violations:  # (gpusim.stats.invariants) not an answer: the row says so
+            row[ERROR] = one_line("physical limit broken: " + "; ".join(result.violations))
     except GpusimError as exc:
         row[ERROR] = one_line(str(exc))
         if "cannot be resident" in row[ERROR] and spec is not None:  # occupancy 0%, and what limits it

@@ -54,6 +54,7 @@ LEVEL_MASK: Final = (1 << LEVEL_BITS) - 1
 LOCAL_BASE: Final = 1 << 44  # where per-thread local memory is mapped (interleaved by lane, as the hardware does)
 LOCAL_REGION: Final = 1 << 24  # bytes of local memory address space per warp
 _MEMO_LIMIT: Final = 65536
+WARM_BASE_LINE: Final = 1 << 41  # warm_l2's lines: at 256 TiB, far above every buffer (workload.kernel.GLOBAL_BASE)
 
 
 def _hash(line: int) -> int:
@@ -449,6 +450,28 @@ class MemoryHierarchy:
         l2, slices = self.l2_spec, len(self.l2)
         self.shadow = [SectoredCache(size_bytes // slices, l2.line_bytes, l2.sector_bytes, l2.associativity)
                        for _ in range(slices)]
+
+    def warm_l2(self, dirty_fraction: float) -> None:
+        """Fill every set of every L2 slice with lines no kernel touches (above WARM_BASE_LINE), that share of them
+        dirty (spread evenly), older than anything the kernel brings: the L2 a long streaming kernel has reached
+        after its first waves, where every line it allocates evicts an old one and a dirty one is written back
+        (gpusim.sampling.warm). Counted nowhere until evicted: then as the write-backs they are."""
+        slices = len(self.l2)
+        full = 0
+        for cache in self.l2:
+            full += cache.sets * cache.ways
+        placed = 0
+        line = WARM_BASE_LINE
+        last = WARM_BASE_LINE + 64 * full  # (a bound: the hash spreads lines over every slice and set long before)
+        dirty_sectors = (1 << self.l2[0].sectors_per_line) - 1  # whole lines, as a warp's full-line store
+        while placed < full and line < last:
+            cache = self.l2[_hash(line) % slices]
+            lines = cache.lines()[line % cache.sets]
+            if len(lines) < cache.ways:
+                dirty = int((placed + 1) * dirty_fraction) > int(placed * dirty_fraction)
+                cache.fill(line, dirty_sectors, dirty)
+                placed += 1
+            line += 1
 
     def _shadow_access(self, cache: SectoredCache, line: int, mask: int, inflight: int, write: bool,
                        atomic: int) -> None:

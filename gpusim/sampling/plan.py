@@ -84,8 +84,15 @@ class Plan:
 
 
 def hot_loops(kernel) -> tuple[list[Loop], int | None]:
-    """The program's top-level loops (inside top-level ifs too) whose trip count is a constant, with the
-    largest such count: the hot loop and any loop of the same count (they scale together)."""
+    """The loop family that sets the kernel's length, and the shortest trip count in it (None: no family).
+
+    The family is the program's top-level loops (inside top-level ifs too) of a constant count of at least
+    MIN_TRIPS and at least half the largest such count. A warp-specialised kernel runs one loop per role, tied
+    by mbarriers, cluster barriers or bar.sync, whose counts differ by a few trips (a producer's K / BK - STAGES
+    against its consumers' K / BK - 1): shortened together, by the same number of trips, every barrier still
+    sees its arrivals; shortened alone, one role waits for arrivals that never come. A plain kernel's family is
+    its hot loop (and any loop of nearly its count, which scales with it). A loop shorter than MIN_TRIPS (a
+    pipeline's prologue of STAGES copies) keeps its count."""
     found: list[Loop] = []
 
     def visit(nodes) -> None:
@@ -97,22 +104,25 @@ def hot_loops(kernel) -> tuple[list[Loop], int | None]:
                 visit(node.orelse)
 
     visit(getattr(kernel, "program", ()))
-    counts = [int(n.count.constant) for n in found if float(n.count.constant).is_integer()]
-    if not counts:
+    whole = [n for n in found if float(n.count.constant).is_integer()]
+    if not whole:
         return [], None
-    top = max(counts)
-    return [n for n in found if n.count.constant == top], top
+    top = max(int(n.count.constant) for n in whole)
+    family = [n for n in whole if int(n.count.constant) >= max(MIN_TRIPS, top / 2) or int(n.count.constant) == top]
+    return family, min(int(n.count.constant) for n in family)
 
 
 def with_trips(kernel, loops: list[Loop], trips: int):
-    """The kernel with `loops` running `trips` trips each (the rest of the program as written)."""
-    chosen = {id(n) for n in loops}
+    """The kernel with its loop family `loops` (hot_loops's) shortened together: the shortest at `trips` trips,
+    each other one `trips` plus its own count's excess over the shortest (the rest of the program as written)."""
+    base = min((int(n.count.constant) for n in loops), default=0)
+    chosen = {id(n): trips + int(n.count.constant) - base for n in loops}
 
     def rewrite(nodes):
         out = []
         for node in nodes:
             if type(node) is Loop and id(node) in chosen:
-                count = compile_expr(trips, node.count.where, lambda name: False)
+                count = compile_expr(chosen[id(node)], node.count.where, lambda name: False)
                 node = attrs.evolve(node, count=count)
             elif type(node) is If:
                 node = attrs.evolve(node, then=rewrite(node.then), orelse=rewrite(node.orelse))
@@ -208,8 +218,11 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
     points.append(Point(b, n_c, w, "check", round(cost(n_c) * b / blocks)))
     method = "loop trips and waves" if sample_waves else "loop trips"
     lines = tuple(n.line for n in loops)
+    counts = [int(n.count.constant) for n in loops]
+    family = "" if len(set(counts)) == 1 else \
+        f"; {' / '.join(map(str, counts))} trips as written, shortened together by the same count"
     reason = f"the loop{'s' if len(lines) > 1 else ''} at line{'s' if len(lines) > 1 else ''} " \
-             f"{', '.join(map(str, lines))} ({trips} trips) at {n_c}, {n_a} and {n_b} trips" + \
+             f"{', '.join(map(str, lines))} ({trips} trips{family}) at {n_c}, {n_a} and {n_b} trips" + \
              (" (--sample-trips)" if trips_wanted is not None else "")
     if sample_waves:
         reason += f"; {full_waves} full waves of {wave_blocks:,} blocks and a tail of {tail:,}: the tail alone " \

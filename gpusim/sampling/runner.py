@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, with_trips
-from .project import additive, as_record, extrapolate, merge_decay, mib, project_line, with_decaying_merges
+from .project import (DIRTY_LARGEST, MAXIMUM, STEADY_STATE_VALUE, additive, as_record, extrapolate, merge_decay, mib,
+                      project_line, with_decaying_merges)
 from .reuse import bytes_between_reuses, reuse_between_waves, with_shadow_traffic
+from .warm import FILL_UNCERTAINTY, factor, full_size
 
 # Counts the mix gives exactly, and the additive quantities (see project.additive) that equal them
 EXACT_WARP_INSTS = ("smsp__inst_executed.sum", "gpu__inst_executed_per_cycle")
@@ -52,11 +54,14 @@ def point_kernel(kernel, plan: Plan, point: Point):
 
 
 def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int | None,
-            exact_thread_insts: int | None, l2: dict | None = None) -> tuple[dict, dict, list[str]]:
+            exact_thread_insts: int | None, l2: dict | None = None,
+            warm: dict | None = None) -> tuple[dict, dict, list[str]]:
     """(the kernel's metrics, the record's "sampling" object, warnings) from the points' metrics. `l2`: where the
     runs kept a shadow L2 (see reuse.py), the L2's capacity ("capacity"), the estimate it was sized from
     ("read_per_trip", "wave_writes", made from "source": the pilot or the check run) and the shadow's size
-    ("shadow"): the projected DRAM traffic is then the shadow's."""
+    ("shadow"): the projected DRAM traffic is then the shadow's. `warm`: where the projection points ran again
+    from a warm L2 (see warm.py), warm_plan's answer with their (point, metrics) as "runs": the counts are then the
+    cold runs' up to the L2's fill and the warm runs' cost a unit after it."""
     warnings: list[str] = []
     own = {p: additive(m) for p, m in results}  # the runs' own DRAM traffic: what the reuse check reads
     if l2:
@@ -79,6 +84,17 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         else:
             per_wave.append((waves, sums[points[-1]]))
     projected = project_line(per_wave, plan.full_waves) if len(per_wave) > 1 else per_wave[0][1]
+    fill_term = 0.0  # the error a misplaced fill point makes (warm only)
+    if warm:
+        cold = sorted(((factor(plan, p), sums[p]) for p in projection), key=lambda r: r[0])
+        hot = sorted(((factor(plan, p), additive(m)) for p, m in warm["runs"]), key=lambda r: r[0])
+        projected = two_regimes(cold, hot, warm["fill_at"], full_size(plan))
+        (xa, ca), (xb, cb) = cold[-2:]
+        (ya, wa), (yb, wb) = hot[-2:]
+        cold_slope = (cb.get("gpu_sim_cycle", 0) - ca.get("gpu_sim_cycle", 0)) / (xb - xa)
+        warm_slope = (wb.get("gpu_sim_cycle", 0) - wa.get("gpu_sim_cycle", 0)) / (yb - ya)
+        total = projected.get("gpu_sim_cycle", 0)
+        fill_term = abs(warm_slope - cold_slope) * FILL_UNCERTAINTY * warm["fill_at"] / total if total > 0 else 0.0
 
     record: dict = {"method": plan.method, "detail": plan.reason}
     steady, error = None, 0.0
@@ -99,9 +115,13 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         change = abs(late - early) / late if late > 0 else float("inf")
         # the error estimate: half the difference between projecting this point's line from its later and from
         # its earlier pair of runs (the cost per unit still changing, times how far it is projected)
+        if warm:  # the cold runs stand for the kernel up to the L2's fill only
+            target = warm["fill_at"]
         from_late = extrapolate(x[a], ya, x[b], yb, target)
         from_early = extrapolate(x[check], yc, x[a], ya, target)
-        error = abs(from_late - from_early) / 2 / from_late if from_late > 0 else float("inf")
+        scale = projected.get("gpu_sim_cycle", 0) if warm else from_late
+        error = abs(from_late - from_early) / 2 / scale if scale > 0 else float("inf")
+        error += fill_term
         steady = {f"cycles_per_{unit}": [round(early, 1), round(late, 1)], f"{unit}s": [x[check], x[a], x[b]],
                   "change": round(change, 4), "settled": error <= SETTLED}
     if exact_warp_insts is not None:
@@ -138,6 +158,16 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     })
     if cycles:
         record["projected_cycles"] = metrics.get("gpu_sim_cycle")
+    if warm:
+        record["l2_steady_state"] = {
+            "dirty_fraction": warm["dirty_fraction"], f"fill_at_{warm['unit']}s": round(warm["fill_at"], 2),
+            f"allocated_bytes_per_{warm['unit']}": warm["allocated_bytes_per_unit"],
+            "l2_capacity_bytes": warm["l2_capacity_bytes"],
+            "warm_runs": [{"blocks": p.blocks, "trips": p.trips, "full_waves_before_tail": p.waves,
+                           "cycles": m.get("gpu_sim_cycle"), "warp_instructions": m.get("smsp__inst_executed.sum"),
+                           "dram_bytes_write": m.get("dram__bytes_write.sum")} for p, m in warm["runs"]],
+            "error_from_fill_pct": round(100 * fill_term, 2)}
+        record["simulated_warp_instructions"] += sum(m.get("smsp__inst_executed.sum", 0) for _, m in warm["runs"])
     reuse = _reuse_bytes(plan, own, by_wave)
     caveat = reuse_between_waves(*reuse) if reuse is not None else None
     if l2:  # the DRAM traffic is a shadow L2's, which forgets between waves as the full run's L2 does
@@ -169,6 +199,24 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
             f"the L2 in the runs but not at full size, so the projected DRAM traffic and L2 hit rate may be far off "
             f"(--sample off simulates in full)")
     return metrics, record, warnings
+
+
+def two_regimes(cold: list[tuple[float, dict]], warm: list[tuple[float, dict]], fill_at: float, x: float) -> dict:
+    """Additive quantities at `x` along one factor: the line of the `cold` points (x, sums: runs from an empty
+    L2) up to `fill_at`, then the slope of the `warm` points' line (runs from a warm L2) for the rest (see
+    warm.py). Steady-state values and maxima are the last warm run's; a count is never below 0."""
+    at_fill = project_line(cold, fill_at)
+    (x0, a), (x1, b) = warm[-2:]
+    out = {}
+    for key, value in at_fill.items():
+        if key in STEADY_STATE_VALUE or key in MAXIMUM:
+            out[key] = max(value, b.get(key, value)) if key in MAXIMUM else b.get(key, value)
+            continue
+        slope = (b.get(key, 0) - a.get(key, 0)) / (x1 - x0) if x1 != x0 else 0.0
+        out[key] = max(0.0, value + slope * (x - fill_at))
+    if DIRTY_LARGEST in b:  # what the full run leaves dirty at its end: a warm L2's share, as the warm runs do
+        out[DIRTY_LARGEST] = b[DIRTY_LARGEST]
+    return out
 
 
 def _reuse_bytes(plan: Plan, sums: dict, by_wave: dict[int, list[Point]]) -> tuple | None:

@@ -91,7 +91,7 @@ def violations(metrics: dict, spec) -> list[str]:
     """The physical limits `metrics` (a run's record) break on `spec`; empty when none."""
     m = metrics
     out: list[str] = []
-    if not m["gpu_sim_cycle"]:
+    if not m.get("gpu_sim_cycle"):
         return out
     for name, _, achieved, peak, unit in throughputs(m, spec):
         if achieved > peak * SLACK:
