@@ -24,6 +24,7 @@ in that place, and calling it calls `sweep`.)
 from __future__ import annotations
 
 import csv
+import difflib
 import itertools
 import json
 import math
@@ -753,6 +754,13 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
                    [m.strip() for m in metrics.split(",")] if isinstance(metrics, str) else metrics)
     if not all(isinstance(m, str) and m for m in metrics) or len(set(metrics)) != len(metrics):
         raise GpusimError(f"--metrics {shorten(metrics, 80)}: expected distinct metric names (a,b,c)")
+    from .stats.declared import METRICS as DECLARED
+
+    unknown = [m for m in metrics if m not in DECLARED]
+    if unknown:  # (every metric a record can hold is declared, with its unit: gpusim.stats.declared)
+        close = difflib.get_close_matches(unknown[0], list(DECLARED), n=1)
+        raise GpusimError(f"--metrics {shown(unknown[0], 80)}: not a metric gpusim records"
+                          + (f" (did you mean {close[0]}?)" if close else " (gpusim run --json - lists them)"))
     vary = {name: _values(name, values) for name, values in (vary or {}).items()}
     product = math.prod(len(v) for v in vary.values())
     if product > MAX_POINTS:

@@ -1,19 +1,25 @@
-"""Sampled against full simulation (issue 13): each row runs a workload twice, `--sample on` and `--sample off`,
-and compares cycles and the main rates. Sizes are those where a full run is feasible on a laptop core.
+"""Sampled against full simulation at the sizes people run: each row runs a workload under the default
+`--sample auto` and compares it with the full simulation (`--sample off`) of the same kernel: cycles, DRAM bytes,
+L2 hit rate, the stated error estimate, and the wall time of each.
 
-    python validation/sampling_accuracy.py [--arch h100,a100] [--jobs 2] [--out validation/results/F.json]
+    python validation/sampling_accuracy.py [--arch h100,a100] [--rows LABEL,...] [--jobs 2]
+                                           [--out validation/results/sampling-accuracy.json] [--merge]
 
-prints a Markdown table (the README's) and writes every number to the JSON file. The trace row replicates the
-shared vectorAdd NVBit trace (../shared/traces/accelsim-vectoradd) 16 times into a temporary directory, so it has
-waves enough to sample; nothing of it is kept.
+Full runs at these sizes take minutes to most of an hour on one core, so each is made once and stored in
+validation/results/full-runs.json (its command, the commit, the machine, the date, the wall time and the
+metrics compared) and reused while the engine's sources are unchanged (the stored digest of gpusim/engine and
+gpusim/memory says so); --refresh makes them again. The trace row replicates the shared vectorAdd NVBit trace
+(../shared/traces/accelsim-vectoradd) 64 times into a temporary directory; nothing of it is kept.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,26 +32,33 @@ sys.path.insert(0, str(ROOT))
 from gpusim.api import run  # noqa: E402
 
 TRACE = ROOT.parent / "shared" / "traces" / "accelsim-vectoradd" / "kernel-1.traceg"
-REPLICAS = 16
+REPLICAS = 64
+FULL_RUNS = ROOT / "validation" / "results" / "full-runs.json"
+TOLERANCE_PCT = 5.0  # the issue's bound on cycles and DRAM bytes under auto
 
-ROWS = [  # (label, workload, params[, the archs it runs on when not every one asked for[, --sample-trips]])
-    ("gemm_tile128 2048x2048x1024", "workloads/gemm_tile128.yaml", {"M": 2048, "N": 2048, "K": 1024}),
-    ("gemm_tile128 4096x4096x1024", "workloads/gemm_tile128.yaml", {"K": 1024}),  # 2.59 waves on h100
-    # the mission's command at its default size: its full run takes 20-25 minutes of one core
-    ("gemm_tile128 4096^3 (default)", "workloads/gemm_tile128.yaml", {}, ("h100",)),
-    # gemm_multistage at its default size (4096^3, cp.async, 2 blocks an SM: 3.88 waves): its full run 3-4 minutes
-    ("gemm_multistage 4096^3 (default)", "workloads/gemm_multistage.yaml", {}, ("h100",)),
-    # the same with longer runs, as its unsettled note suggests (fourteenth session)
-    ("gemm_multistage 4096^3 --sample-trips 16", "workloads/gemm_multistage.yaml", {}, ("h100",), 16),
-    ("gemm_multistage 4096^3 --sample-trips 32", "workloads/gemm_multistage.yaml", {}, ("h100",), 32),
-    ("flash_attention seq 1024", "workloads/flash_attention.yaml", {"seq": 1024}),
-    ("attention_naive seq 1024", "workloads/attention_naive.yaml", {"seq": 1024}),
-    ("kv_decode", "workloads/kv_decode.yaml", {}),
-    ("reduction", "workloads/reduction.yaml", {}),
-    ("stream", "workloads/microbench/stream.yaml", {}),
-    ("vecadd", "workloads/vecadd.yaml", {}),
-    ("divergence 4096 blocks", "workloads/microbench/divergence.yaml", {"n": 4096 * 256}),
-    (f"vectorAdd trace x{REPLICAS}", "TRACE", {}),
+GEMM8K = {"M": 8192, "N": 8192, "K": 8192}
+ROWS = [  # (label, workload, params, the archs it runs on)
+    ("gemm_tile128 4096^3", "workloads/gemm_tile128.yaml", {}, ("h100", "a100")),
+    ("gemm_multistage 4096^3", "workloads/gemm_multistage.yaml", {}, ("h100", "a100")),
+    ("gemm_hopper_ws 4096^3", "workloads/gemm_hopper_ws.yaml", {}, ("h100",)),
+    ("gemm_hopper_ws 8192^3", "workloads/gemm_hopper_ws.yaml", GEMM8K, ("h100",)),
+    ("gemm_blackwell_umma 4096^3", "workloads/gemm_blackwell_umma.yaml", {"M": 4096, "N": 4096, "K": 4096}, ("b200",)),
+    ("gemm_blackwell_umma 8192^3", "workloads/gemm_blackwell_umma.yaml", GEMM8K, ("b200",)),
+    ("gemm_tile128 8192^3", "workloads/gemm_tile128.yaml", GEMM8K, ("h100",)),
+    ("flash_attention3 b1 h8 s4096", "workloads/flash_attention3.yaml", {"batch": 1, "heads": 8, "seq": 4096},
+     ("h100",)),
+    ("flash_attention3 b1 h4 s8192", "workloads/flash_attention3.yaml", {"batch": 1, "heads": 4, "seq": 8192},
+     ("h100",)),
+    ("flash_attention b1 h16 s4096", "workloads/flash_attention.yaml", {"batch": 1, "heads": 16, "seq": 4096},
+     ("h100", "a100")),
+    ("attention_naive b1 h8 s4096", "workloads/attention_naive.yaml", {"batch": 1, "heads": 8, "seq": 4096},
+     ("h100",)),
+    ("vecadd n=64M", "workloads/vecadd.yaml", {"n": 67108864}, ("h100", "a100")),
+    ("stream n=64M (2 x 256 MiB)", "workloads/microbench/stream.yaml", {"n": 67108864}, ("h100", "a100")),
+    ("kv_decode batch 64", "workloads/kv_decode.yaml", {"batch": 64}, ("h100",)),
+    ("kv_decode batch 128", "workloads/kv_decode.yaml", {"batch": 128}, ("a100",)),
+    ("reduction n=16M", "workloads/reduction.yaml", {"n": 16777216}, ("h100", "a100")),
+    (f"vectorAdd trace x{REPLICAS}", "TRACE", {}, ("h100", "a100")),
 ]
 RATES = {  # column -> (metric, kind): relative error in %, or a difference in points
     "IPC": ("sm__inst_executed.avg.per_cycle_active", "rel"),
@@ -73,49 +86,115 @@ def replicated_trace(directory: Path) -> Path:
     return path
 
 
-def one(task: tuple[str, str, dict, str, str, int | None]) -> dict:
-    label, workload, params, arch, mode, trips = task
+def engine_digest() -> str:
+    """A digest of the sources a full run's result depends on (the engine, the memory model, the instruction set,
+    the arch files and workloads): a stored full run is reused while it is unchanged."""
+    h = hashlib.sha256()
+    for folder in ("gpusim/engine", "gpusim/memory", "gpusim/workload", "gpusim/trace", "arch", "workloads"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix in (".py", ".yaml"):
+                h.update(str(path.relative_to(ROOT)).encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "unknown CPU") if Path("/proc/cpuinfo").exists() else "unknown CPU"
+    return f"{os.uname().nodename}: {cpu}, {os.cpu_count()} cores"
+
+
+KEPT = ("gpu_sim_cycle", "smsp__inst_executed.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+        "dram__bytes.sum", "dram__bytes.sum.per_second", "lts__t_sector_hit_rate.pct", "l1tex__t_sector_hit_rate.pct",
+        "sm__inst_executed.avg.per_cycle_active", "sm__warps_active.avg.pct_of_peak_sustained_active",
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed")
+
+
+def command(label: str, workload: str, params: dict, arch: str, mode: str) -> str:
+    sets = " ".join(f"--set {k}={v}" for k, v in params.items())
+    path = workload if workload != "TRACE" else f"<vectorAdd trace x{REPLICAS}>"
+    return f"gpusim run {path} --arch {arch} {sets} --sample {mode}".replace("  ", " ")
+
+
+def one(task: tuple) -> dict:
+    label, workload, path, params, arch, mode = task
     started = time.perf_counter()
-    result = run(workload, arch, params=params or None, sample=mode, max_instructions=None,
-                 sample_trips=trips if mode != "off" else None)
+    result = run(path, arch, params=params or None, sample=mode, max_instructions=None)
     return {"label": label, "arch": arch, "mode": mode, "wall_s": round(time.perf_counter() - started, 2),
-            "metrics": result.metrics, "sampling": result.sampling, "warnings": result.warnings}
+            "command": command(label, workload, params, arch, mode),
+            "metrics": {k: result.metrics.get(k) for k in KEPT}, "sampling": result.sampling,
+            "warnings": result.warnings, "violations": result.violations}
 
 
 def compare(full: dict, sampled: dict) -> dict:
     f, s = full["metrics"], sampled["metrics"]
-    row = {"cycles_full": f["gpu_sim_cycle"], "cycles_sampled": s["gpu_sim_cycle"],
-           "cycles_err_pct": 100 * (s["gpu_sim_cycle"] - f["gpu_sim_cycle"]) / f["gpu_sim_cycle"]}
+    sampling = sampled["sampling"] or {}
+
+    def rel(key: str) -> float:
+        return 100 * (s[key] - f[key]) / f[key] if f.get(key) else 0.0
+
+    method = sampling.get("method", "full")
+    estimate = sampling.get("error_estimate_pct") if method != "full" else 0.0
+    row = {"cycles_full": f["gpu_sim_cycle"], "cycles_sampled": s["gpu_sim_cycle"], "cycles_err_pct": rel("gpu_sim_cycle"),
+           "dram_bytes_full": f["dram__bytes.sum"], "dram_bytes_sampled": s["dram__bytes.sum"],
+           "dram_bytes_err_pct": rel("dram__bytes.sum"),
+           "l2_hit_full": f["lts__t_sector_hit_rate.pct"], "l2_hit_sampled": s["lts__t_sector_hit_rate.pct"],
+           "l2_hit_err_points": s["lts__t_sector_hit_rate.pct"] - f["lts__t_sector_hit_rate.pct"]}
     for name, (key, kind) in RATES.items():
-        a, b = f.get(key, 0.0), s.get(key, 0.0)
+        a, b = f.get(key) or 0.0, s.get(key) or 0.0
         row[name] = 100 * (b - a) / a if kind == "rel" and a else (b - a if kind == "points" else 0.0)
-    sampling = sampled["sampling"]
-    row.update(method=sampling["method"], error_estimate_pct=sampling.get("error_estimate_pct"),
-               simulated=sampling.get("simulated_warp_instructions"), total=f["smsp__inst_executed.sum"],
-               wall_full=full["wall_s"], wall_sampled=sampled["wall_s"], detail=sampling["detail"])
+    row.update(method=method, error_estimate_pct=estimate,
+               estimate_covers=estimate is not None and estimate + 0.05 >= abs(row["cycles_err_pct"]),
+               simulated=sampling.get("simulated_warp_instructions") if method != "full" else f["smsp__inst_executed.sum"],
+               total=f["smsp__inst_executed.sum"], wall_full=full["wall_s"], wall_sampled=sampled["wall_s"],
+               detail=sampling.get("detail", ""), violations=sampled["violations"],
+               command_full=full["command"], command_sampled=sampled["command"],
+               full_run={k: full[k] for k in ("commit", "date", "machine") if k in full})
     return row
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| workload | arch | method | simulated | cycles full | sampled | error | est. | IPC | L1 hit | L2 hit "
-             "| DRAM BW | occupancy | wall full / sampled |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| workload | arch | method | simulated | cycles full | auto | error | est. | DRAM bytes | L2 hit "
+             "| wall full / auto |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        share = f"{100 * r['simulated'] / r['total']:.0f}%" if r["simulated"] else "all"
+        share = f"{100 * r['simulated'] / r['total']:.0f}%" if r["simulated"] and r["total"] else "all"
         est = "" if r["error_estimate_pct"] is None else f"{r['error_estimate_pct']:.1f}%"
         lines.append(
             f"| {r['label']} | {r['arch']} | {r['method']} | {share} | {r['cycles_full']:,} | {r['cycles_sampled']:,} "
-            f"| {r['cycles_err_pct']:+.1f}% | {est} | {r['IPC']:+.1f}% | {r['L1 hit']:+.1f} pt | {r['L2 hit']:+.1f} pt "
-            f"| {r['DRAM GB/s']:+.1f}% | {r['occupancy']:+.1f} pt | {r['wall_full']:.0f} / {r['wall_sampled']:.0f} s |")
+            f"| {r['cycles_err_pct']:+.1f}% | {est} | {r['dram_bytes_err_pct']:+.1f}% | {r['l2_hit_err_points']:+.1f} pt "
+            f"| {r['wall_full']:.0f} / {r['wall_sampled']:.0f} s |")
+    within = sum(abs(r["cycles_err_pct"]) <= TOLERANCE_PCT and abs(r["dram_bytes_err_pct"]) <= TOLERANCE_PCT
+                 for r in rows)
+    covered = sum(bool(r["estimate_covers"]) for r in rows)
+    lines.append("")
+    lines.append(f"{len(rows)} rows: {within} within {TOLERANCE_PCT:.0f}% on cycles and DRAM bytes; the stated "
+                 f"estimate at least the actual cycle error in {covered} ({100 * covered / max(1, len(rows)):.0f}%)")
     return "\n".join(lines)
+
+
+def stored_full_runs() -> dict:
+    if not FULL_RUNS.exists():
+        return {}
+    return {(r["label"], r["arch"]): r for r in json.loads(FULL_RUNS.read_text())["runs"]}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arch", default="h100,a100")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--rows", default="", help="the rows to run, by the start of their labels (comma-separated: "
-                        "'gemm_tile128 4096^3' is the default-size GEMM alone); all by default")
+    parser.add_argument("--arch", default="", help="only these archs (comma-separated); each row's own by default")
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--rows", default="", help="the rows to run, by the start of their labels (comma-separated); "
+                        "all by default")
+    parser.add_argument("--full-only", action="store_true", help="make and store the full runs only")
+    parser.add_argument("--refresh", action="store_true", help="make the full runs again even where stored")
     parser.add_argument("--out", default=None)
     parser.add_argument("--merge", action="store_true",
                         help="replace the rows run (by label and arch) in --out's existing rows, keep the others")
@@ -125,27 +204,37 @@ def main() -> int:
     if unknown:  # one line, before anything runs
         sys.exit(f"sampling_accuracy.py: --rows {unknown[0]!r} starts no row's label; expected the start of one of: "
                  + ", ".join(repr(row[0]) for row in ROWS))
+    archs = [a for a in args.arch.split(",") if a]
+    digest, stored = engine_digest(), stored_full_runs()
+    rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         trace = str(replicated_trace(Path(tmp))) if TRACE.exists() else None
-        tasks = []
-        for label, workload, params, *more in ROWS:
-            only, trips = (more + [None, None])[:2]
+        selected = []
+        for label, workload, params, row_archs in ROWS:
             if keep and not any(label.startswith(k) for k in keep):
                 continue
-            if workload == "TRACE":
-                if trace is None:
-                    continue
-                workload = trace
-            else:
-                workload = str(ROOT / workload)
-            for arch in args.arch.split(","):
-                if only and arch not in only:
-                    continue
-                tasks += [(label, workload, params, arch, "off", None), (label, workload, params, arch, "on", trips)]
+            path = trace if workload == "TRACE" else str(ROOT / workload)
+            if path is None:
+                continue
+            selected += [(label, workload, path, params, arch) for arch in row_archs if not archs or arch in archs]
+        for label, workload, path, params, arch in selected:  # full runs first, each stored as soon as it is made
+            old = stored.get((label, arch))
+            if old is not None and old.get("engine_digest") == digest and not args.refresh:
+                continue
+            full = one((label, workload, path, params, arch, "off"))
+            full.update(commit=commit(), date=time.strftime("%Y-%m-%d"), machine=machine(), engine_digest=digest)
+            full.pop("sampling", None)
+            stored[(label, arch)] = full
+            FULL_RUNS.write_text(json.dumps({"runs": list(stored.values())}, indent=1) + "\n")
+            print(f"full run stored: {label} on {arch}: {full['metrics']['gpu_sim_cycle']:,} cycles, "
+                  f"{full['wall_s']:.0f} s", flush=True)
+        if args.full_only:
+            return 0
+        tasks = [(label, workload, path, params, arch, "auto") for label, workload, path, params, arch in selected]
         with ProcessPoolExecutor(args.jobs) as pool:
             results = list(pool.map(one, tasks))
-    rows = [compare(results[i], results[i + 1]) | {"label": results[i]["label"], "arch": results[i]["arch"]}
-            for i in range(0, len(results), 2)]
+    for task, sampled in zip(tasks, results):
+        rows.append(compare(stored[(task[0], task[4])], sampled) | {"label": task[0], "arch": task[4]})
     table = markdown(rows)
     print(table)
     if args.out and args.merge and Path(args.out).exists():
@@ -155,7 +244,8 @@ def main() -> int:
         rows = sorted(old + rows, key=lambda r: (order.get(r["label"], len(ROWS)), r["arch"] != "h100", r["arch"]))
         print(markdown(rows))
     if args.out:
-        Path(args.out).write_text(json.dumps({"rows": rows, "machine": os.uname().nodename, "cpus": os.cpu_count(),
+        Path(args.out).write_text(json.dumps({"rows": rows, "command": "python validation/sampling_accuracy.py "
+                                              + " ".join(sys.argv[1:]), "commit": commit(), "machine": machine(),
                                               "date": time.strftime("%Y-%m-%d")}, indent=1) + "\n")
     return 0
 

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..stats.counters import REASONS
+from ..stats.declared import METRICS
 from .text import plain
 
 
@@ -135,6 +136,9 @@ SIDE_BY_SIDE = (  # (label, metric, format, lower is better)
 )
 
 
+DISPLAY_SCALE = {"FLOP/s": 1e-12, "B/s": 1e-9, "s": 1e6}  # the side-by-side labels' units: TFLOP/s, GB/s, us
+
+
 def print_side_by_side(results) -> None:
     """One table for several runs of a workload (archs, schedulers): a column per run, each value with its
     ratio to the first run's."""
@@ -151,8 +155,7 @@ def print_side_by_side(results) -> None:
         if not any(r.metrics.get(key) for r in results):  # absent or zero in every run: left out
             continue
         base = first.metrics.get(key)
-        scale = 1e-12 if "flop.per_second" in key else 1e-9 if key.endswith("per_second") else \
-            1e6 if key == "gpu__time_duration.sum" else 1
+        scale = DISPLAY_SCALE.get(METRICS[key].unit, 1)  # (the unit each is declared in: gpusim.stats.declared)
         cells = []
         for r in results:
             value = r.metrics.get(key)

@@ -35,36 +35,24 @@ from __future__ import annotations
 
 import math
 
-from ..stats.counters import REASONS
+from ..stats.declared import INTERNAL, METRICS, names
 
+# How each metric combines is declared once (gpusim.stats.declared); the projection's tables come from there.
 # A ratio metric R = X / Y where Y is an additive metric of the record (X = R * Y is then additive too)
-RATIO_OVER = {
-    "gpu_ipc": "gpu_sim_cycle",
-    "gpu__inst_executed_per_cycle": "gpu_sim_cycle",
-    "sm__inst_executed.avg.per_cycle_active": "sm__cycles_active.avg",
-    "sm__warps_active.avg.pct_of_peak_sustained_active": "sm__cycles_active.avg",
-    "smsp__thread_inst_executed_per_inst_executed.ratio": "smsp__inst_executed.sum",
-    "smsp__average_warp_latency_per_inst_issued.ratio": "smsp__inst_executed.sum",
-    "gpusim__fp32_flop.per_second": "gpu__time_duration.sum",
-    "gpusim__tensor_flop.per_second": "gpu__time_duration.sum",
-    "gpusim__tensor_pipe_fp16_equivalent_flop.per_second": "gpu__time_duration.sum",
-    "dram__bytes.sum.per_second": "gpu__time_duration.sum",
-    "l1tex__data_pipe_lsu_wavefronts.avg.per_cycle_elapsed": "gpu_sim_cycle",
-    "l1tex__t_sector_hit_rate.pct": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "gpusim__sectors_per_request_global_ld": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-    "lts__t_sector_hit_rate.pct": "lts__t_sectors.sum",
-    **{f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": "smsp__inst_executed.sum" for r in REASONS},
-}
+RATIO_OVER = {m.name: m.over for m in METRICS.values() if m.kind == "ratio"}
 # Ratios over the sub-partitions' active cycles, which the record holds only through the issue-active ratio:
 # sp_active = 100 * instructions / smsp__issue_active.avg.pct_of_peak_sustained_active.
 ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
-RATIO_OVER_SP_ACTIVE = ("smsp__warps_eligible.avg.per_cycle_active", "smsp__warps_active.avg.per_cycle_active")
+RATIO_OVER_SP_ACTIVE = tuple(n for n in names("ratio_sp_active") if n != ISSUE_ACTIVE)
 SP_ACTIVE = "gpusim__sp_active_cycles"  # a helper quantity of the projection, not in the record
 # Averages whose weights the record does not hold: the largest point's value (its steady state) is kept.
-STEADY_STATE_VALUE = ("gpusim__load_latency_l1_hit", "gpusim__load_latency_l2_hit", "gpusim__load_latency_dram",
-                      "gpusim__l2_capacity_bytes", "gpusim__l2_dirty_bytes_at_end.largest_run")
+STEADY_STATE_VALUE = (*names("steady"), "gpusim__shadow_l2_capacity_bytes",
+                      "gpusim__l2_dirty_bytes_at_end.largest_run")
 # Bounded above by a maximum, not a sum: the largest point's value.
-MAXIMUM = ("gpusim__max_resident_blocks_per_sm", "sm__maximum_warps_per_active_cycle_pct")
+MAXIMUM = names("maximum")
+# Not projected: the launch's configuration (the same in every run; the record keeps a run's) and what is
+# recomputed from the projected counts (the speed of light)
+NOT_PROJECTED = frozenset(names("launch", "derived"))
 # DRAM bytes (counts, or a rate over the duration) that an L2 still dirty at the end has not yet written: they are
 # projected as the bytes bound for DRAM (these plus the dirty bytes) and given back the full run's dirty remainder
 DIRTY_AT_END = "gpusim__l2_dirty_bytes_at_end"
@@ -87,7 +75,8 @@ def additive(metrics: dict) -> dict:
     """The record's metrics as additive quantities: every count as it is, every ratio R = X / Y as X."""
     out = {}
     for key, value in metrics.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or key in NOT_PROJECTED or \
+                key not in METRICS and key not in INTERNAL:  # (undeclared: left out of the projection, named)
             continue
         over = RATIO_OVER.get(key)
         if over is not None:
@@ -221,6 +210,8 @@ def as_record(sums: dict, like: dict) -> dict:
     values = ratios(sums)
     out = {}
     for key, sample in like.items():
+        if key not in METRICS:  # not declared: not projected (project names it)
+            continue
         value = values.get(key, sample)
         if isinstance(sample, bool) or not isinstance(sample, (int, float)):
             out[key] = sample  # not a number (a metric an arch lacks): as the point has it

@@ -7,6 +7,7 @@ from .project import (DIRTY_LARGEST, MAXIMUM, STEADY_STATE_VALUE, additive, as_r
                       project_line, with_decaying_merges)
 from .reuse import bytes_between_reuses, reuse_between_waves, with_shadow_traffic
 from .warm import FILL_UNCERTAINTY, factor, full_size
+from ..stats.declared import undeclared
 
 # Counts the mix gives exactly, and the additive quantities (see project.additive) that equal them
 EXACT_WARP_INSTS = ("smsp__inst_executed.sum", "gpu__inst_executed_per_cycle")
@@ -140,6 +141,13 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
             projected[key] = exact_thread_insts
     like = results[-1][1] if not checks else next(m for p, m in results if p is projection[-1])
     metrics = as_record(projected, like)
+    if "launch__waves_per_multiprocessor" in metrics:  # the whole grid's, not a reduced run's
+        metrics["launch__waves_per_multiprocessor"] = plan.blocks / plan.wave_blocks
+    left_out = undeclared(like)
+    if left_out:  # a metric nobody declared (gpusim.stats.declared) cannot be projected: how would it combine?
+        record["not_projected"] = left_out
+        warnings.append(f"sampling: {len(left_out)} metric(s) not declared in gpusim.stats.declared are left out of "
+                        f"the projected record: {', '.join(left_out[:5])}")
     record.update({
         "simulated_runs": [{"blocks": p.blocks, "trips": p.trips, "full_waves_before_tail": p.waves,
                             "role": p.role, "cycles": m.get("gpu_sim_cycle"),

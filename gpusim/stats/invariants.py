@@ -7,6 +7,8 @@ line per broken rule (empty: all hold). Tests run it on every shipped workload o
 
 from __future__ import annotations
 
+from .declared import percentages_out_of_range
+
 SLACK = 1.0001  # float rounding in the rates
 
 
@@ -93,6 +95,7 @@ def violations(metrics: dict, spec) -> list[str]:
     out: list[str] = []
     if not m.get("gpu_sim_cycle"):
         return out
+    out += percentages_out_of_range(m, SLACK)  # hit rates, occupancies, issue activity (gpusim.stats.declared)
     for name, _, achieved, peak, unit in throughputs(m, spec):
         if achieved > peak * SLACK:
             out.append(f"{name}: {achieved:.4g} {unit} exceeds the peak {peak:.4g} {unit} ({achieved / peak:.3f}x)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .counters import REASONS
+from .declared import METRICS
 from .invariants import speed_of_light
 
 # Nsight Compute pipe names for our pipeline classes
@@ -92,35 +93,23 @@ def kernel_metrics(gpu, cycles: int) -> dict:
     return m
 
 
-_ADDITIVE = {"gpu_sim_cycle", "gpu_sim_insn", "gpc__cycles_elapsed.max", "gpu__time_duration.sum",
-             "gpgpu_n_shmem_bkconflict", "gpusim__mshr_full_events", "gpusim__memory_insts_without_addresses"}
-
-
 def combine_metrics(per_kernel: list[dict]) -> dict:
-    """Totals for kernels run one after another: counts and cycles add up; the rates that follow from totals
-    (IPC, stall cycles per issue, DRAM bandwidth) are recomputed. Per-kernel ratios (occupancy, hit rates) are
-    not averaged here: they stay in each kernel's own record."""
+    """Totals for kernels run one after another, as gpusim.stats.declared says each metric combines: counts and
+    cycles add up; a ratio is recomputed over the totals of what it is a ratio of (IPC, stall cycles per issue,
+    DRAM bandwidth, hit rates weighted by their sectors). Launch settings, maxima, steady values and the speed of
+    light stay in each kernel's own record."""
     total: dict = {}
+    weighted: dict = {}
     for m in per_kernel:
         for key, value in m.items():
-            if key in _ADDITIVE or key.endswith(".sum") or key.startswith("smsp__pcsamp_warps_issue_stalled_"):
+            declared = METRICS.get(key)
+            if declared is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            if declared.kind == "count":
                 total[key] = total.get(key, 0) + value
-    cycles, inst = total.get("gpu_sim_cycle", 0), total.get("smsp__inst_executed.sum", 0)
+            elif declared.kind == "ratio" and declared.over is not None:
+                weighted[key] = weighted.get(key, 0.0) + value * m.get(declared.over, 0)
+    for key, value in weighted.items():
+        total[key] = _ratio(value, total.get(METRICS[key].over, 0))
     total["kernels"] = len(per_kernel)
-    total["gpu_ipc"] = _ratio(total.get("smsp__thread_inst_executed.sum", 0), cycles)
-    total["gpu__inst_executed_per_cycle"] = _ratio(inst, cycles)
-    total["smsp__thread_inst_executed_per_inst_executed.ratio"] = _ratio(
-        total.get("smsp__thread_inst_executed.sum", 0), inst)
-    latency = 0.0
-    for reason in REASONS:
-        ratio = _ratio(total.get(f"smsp__pcsamp_warps_issue_stalled_{reason}", 0), inst)
-        total[f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"] = ratio
-        latency += ratio
-    total["smsp__average_warp_latency_per_inst_issued.ratio"] = latency  # "selected" is one of the reasons
-    for kind in ("fp32", "tensor"):
-        if f"gpusim__{kind}_flop.sum" in total:
-            total[f"gpusim__{kind}_flop.per_second"] = _ratio(total[f"gpusim__{kind}_flop.sum"],
-                                                             total["gpu__time_duration.sum"])
-    if "dram__bytes.sum" in total:
-        total["dram__bytes.sum.per_second"] = _ratio(total["dram__bytes.sum"], total["gpu__time_duration.sum"])
     return dict(sorted(total.items()))
