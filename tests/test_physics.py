@@ -14,6 +14,7 @@ import pytest
 
 import gpusim
 from gpusim.api import run
+from gpusim.stats.declared import undeclared
 from gpusim.stats.invariants import violations
 from gpusim.workload import load_workload
 from gpusim.workload.opcodes import refusal
@@ -396,4 +397,6 @@ def check_shipped_workloads(arch: str, **options) -> None:
         result = run(REPO / "workloads" / name, arch, params=params, **options)
         broken = violations(result.metrics, spec)
         assert not broken, (name, broken)
+        assert result.violations == [] and result.to_dict()["violations"] == []  # the record carries the check
+        assert undeclared(result.metrics) == [], name  # every metric says how it combines (gpusim.stats.declared)
         assert math.isfinite(result.metrics["gpu_sim_cycle"])

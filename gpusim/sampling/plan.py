@@ -86,8 +86,9 @@ class Plan:
 def hot_loops(kernel) -> tuple[list[Loop], int | None]:
     """The loop family that sets the kernel's length, and the shortest trip count in it (None: no family).
 
-    The family is the program's top-level loops (inside top-level ifs too) of a constant count of at least
-    MIN_TRIPS and at least half the largest such count. A warp-specialised kernel runs one loop per role, tied
+    The family is the program's top-level loops (inside top-level ifs too) of a constant count: the longest,
+    and those of at least MIN_TRIPS and half its trips whose count is written in the same parameters (K / BK -
+    STAGES beside K / BK: an epilogue's 256 / 32 is not). A warp-specialised kernel runs one loop per role, tied
     by mbarriers, cluster barriers or bar.sync, whose counts differ by a few trips (a producer's K / BK - STAGES
     against its consumers' K / BK - 1): shortened together, by the same number of trips, every barrier still
     sees its arrivals; shortened alone, one role waits for arrivals that never come. A plain kernel's family is
@@ -108,7 +109,9 @@ def hot_loops(kernel) -> tuple[list[Loop], int | None]:
     if not whole:
         return [], None
     top = max(int(n.count.constant) for n in whole)
-    family = [n for n in whole if int(n.count.constant) >= max(MIN_TRIPS, top / 2) or int(n.count.constant) == top]
+    tied = frozenset().union(*(n.count.names for n in whole if int(n.count.constant) == top))
+    family = [n for n in whole if int(n.count.constant) == top or
+              int(n.count.constant) >= max(MIN_TRIPS, top / 2) and n.count.names & tied]
     return family, min(int(n.count.constant) for n in family)
 
 

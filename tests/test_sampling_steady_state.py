@@ -1,0 +1,120 @@
+"""Sampling at real sizes: a streaming kernel's write-back L2 in its steady state, and warp-specialised kernels'
+loop families shortened together (gpusim.sampling.warm, gpusim.sampling.plan.hot_loops)."""
+
+from __future__ import annotations
+
+import pytest
+
+import gpusim
+from gpusim.api import load_kernel
+from gpusim.memory.hierarchy import MemoryHierarchy
+from gpusim.sampling.plan import Plan, Point, hot_loops, with_trips
+from gpusim.sampling.runner import two_regimes
+from gpusim.sampling.warm import warm_plan
+from gpusim.workload import kernel_mix
+
+WS = {"workloads/gemm_hopper_ws.yaml": {"M": 256, "N": 256, "K": 8192},
+      "workloads/gemm_blackwell_umma.yaml": {"M": 256, "N": 256, "K": 8192},
+      "workloads/flash_attention3.yaml": {"batch": 1, "heads": 1, "seq": 4096}}
+
+
+@pytest.mark.parametrize("workload", sorted(WS))
+def test_a_warp_specialised_kernels_loops_are_one_family(workload):
+    kernel = load_kernel(workload, WS[workload])
+    loops, base = hot_loops(kernel)
+    counts = sorted(int(loop.count.constant) for loop in loops)
+    assert len(loops) == 2 and counts[0] == base and 1 <= counts[1] - counts[0] <= 4  # producer and consumers
+    shorter = _counts(with_trips(kernel, loops, 8).program)
+    written = _counts(kernel.program)
+    for line, count in written.items():  # the family 8 trips and its offsets; every other loop as written
+        family = next((int(loop.count.constant) for loop in loops if loop.line == line), None)
+        assert shorter[line] == (count if family is None else 8 + family - base)
+
+
+def _counts(nodes, out=None) -> dict:
+    """line -> trip count of every constant loop at the top level (inside top-level ifs too)."""
+    out = {} if out is None else out
+    for node in nodes:
+        if type(node).__name__ == "Loop" and node.count.constant is not None:
+            out[node.line] = int(node.count.constant)
+        elif type(node).__name__ == "If":
+            _counts(node.then, out)
+            _counts(node.orelse, out)
+    return out
+
+
+def test_a_prologue_and_an_epilogue_keep_their_counts():
+    """min(STAGES, K / BK), the ring's first fill, is shorter than any sampled run; the epilogue's 256 / 32 loop
+    is as long as one but written in no parameter of the K loops: neither is shortened."""
+    kernel = load_kernel("workloads/gemm_blackwell_umma.yaml", {"M": 256, "N": 256, "K": 1024})
+    loops, base = hot_loops(kernel)
+    assert sorted(loop.count.source for loop in loops) == ["K / BK", "max(K / BK - STAGES, 0)"] and base == 12
+
+
+@pytest.mark.parametrize("workload,arch", [("workloads/gemm_hopper_ws.yaml", "h100"),
+                                           ("workloads/gemm_blackwell_umma.yaml", "b200")])
+def test_a_warp_specialised_kernel_samples_without_a_deadlock(workload, arch):
+    """Shortened alone, the consumers' loop waited for stages the producer never filled ("block 0 can never
+    finish"); shortened together the reduced runs finish and the instruction count projects exactly."""
+    params = {"M": 256, "N": 256, "K": 4096}
+    result = gpusim.run(workload, arch, params=params, sms=2, sample="on")
+    assert result.sampling["method"] == "loop trips"
+    assert "shortened together" in result.sampling["detail"]
+    assert result.sampling["projected_vs_exact_warp_instructions"] < 0.01 and result.violations == []
+
+
+def _spec():
+    return gpusim.load_arch("t4")
+
+
+def test_a_warm_l2_is_full_with_its_dirty_share_and_never_meets_the_kernel():
+    spec = _spec()
+    memory = MemoryHierarchy(spec, spec.sms, 64 * 1024)
+    memory.warm_l2(0.25)
+    lines = [state for cache in memory.l2 for ways in cache.lines() for state in ways.values()]
+    assert len(lines) == sum(cache.sets * cache.ways for cache in memory.l2)
+    assert memory.dirty_bytes() == pytest.approx(0.25 * spec.memory.l2.size_bytes, rel=0.01)
+    keys = [line for cache in memory.l2 for ways in cache.lines() for line in ways]
+    assert min(keys) * spec.memory.l2.line_bytes >= 1 << 48  # far above every buffer
+
+
+def _runs(pairs):
+    return [(Point(blocks=0, trips=None, waves=w, role="projection"), m) for w, m in pairs]
+
+
+def _plan(full_waves: int) -> Plan:
+    return Plan("waves", "", blocks=1000, wave_blocks=10, tail_blocks=10, full_waves=full_waves)
+
+
+def _metrics(read, write, dirty, cycles=100):
+    return {"dram__bytes_read.sum": read, "dram__bytes_write.sum": write, "gpusim__l2_dirty_bytes_at_end": dirty,
+            "gpusim__l2_capacity_bytes": 1000, "gpu_sim_cycle": cycles}
+
+
+def test_the_steady_state_is_needed_only_where_the_full_run_fills_the_l2_with_dirty_lines():
+    # 100 bytes allocated a wave, a third of them written: the L2 of 1,000 bytes fills at wave 10
+    runs = _runs([(2, _metrics(133, 0, 67)), (4, _metrics(267, 0, 133))])
+    warm = warm_plan(_plan(99), runs)
+    assert warm["fill_at"] == pytest.approx(10, abs=0.01) and warm["dirty_fraction"] == pytest.approx(0.333, abs=0.01)
+    assert warm_plan(_plan(8), runs) is None  # the full run never fills its L2
+    reads_only = _runs([(2, _metrics(200, 0, 0)), (4, _metrics(400, 0, 0))])
+    assert warm_plan(_plan(99), reads_only) is None  # nothing to write back
+    assert warm_plan(Plan("loop trips and waves", "", 1000, 10, 10, 99, trips=64), runs) is None
+
+
+def test_two_regimes_join_the_cold_line_and_the_warm_slope_at_the_fill():
+    cold = [(2, {"gpu_sim_cycle": 20.0}), (4, {"gpu_sim_cycle": 40.0})]  # 10 a unit from empty
+    warm = [(2, {"gpu_sim_cycle": 35.0}), (4, {"gpu_sim_cycle": 65.0})]  # 15 a unit once write-back starts
+    assert two_regimes(cold, warm, 10, 30)["gpu_sim_cycle"] == pytest.approx(100 + 20 * 15)
+
+
+def test_vecadd_streaming_through_a_small_l2_projects_its_write_back():
+    """vecadd of 24 MiB on a T4 (4 MiB L2): the reduced runs of a few waves keep their writes dirty in the L2,
+    the full run writes them back; sampled from a warm L2, cycles and DRAM bytes within 3% and no limit broken."""
+    params = {"n": 1 << 21}
+    on = gpusim.run("workloads/vecadd.yaml", "t4", params=params, sample="on")
+    off = gpusim.run("workloads/vecadd.yaml", "t4", params=params, sample="off")
+    assert "l2_steady_state" in on.sampling and on.violations == []
+    for key in ("gpu_sim_cycle", "dram__bytes.sum"):
+        assert on.metrics[key] == pytest.approx(off.metrics[key], rel=0.03), key
+    assert on.metrics["dram__bytes_write.sum"] > 0.5 * off.metrics["dram__bytes_write.sum"]
