@@ -195,10 +195,18 @@ def main() -> int:
                         "all by default")
     parser.add_argument("--full-only", action="store_true", help="make and store the full runs only")
     parser.add_argument("--refresh", action="store_true", help="make the full runs again even where stored")
+    parser.add_argument("--table", metavar="JSON", default=None,
+                        help="print the Markdown table of a results file (the README's) and run nothing")
     parser.add_argument("--out", default=None)
     parser.add_argument("--merge", action="store_true",
                         help="replace the rows run (by label and arch) in --out's existing rows, keep the others")
     args = parser.parse_args()
+    if args.table:
+        try:
+            print(markdown(json.loads(Path(args.table).read_text())["rows"]))
+        except (OSError, ValueError, KeyError) as exc:
+            sys.exit(f"sampling_accuracy.py: --table {args.table}: not a results file ({exc})")
+        return 0
     keep = [w for w in args.rows.split(",") if w]
     unknown = [k for k in keep if not any(row[0].startswith(k) for row in ROWS)]
     if unknown:  # one line, before anything runs
