@@ -32,7 +32,7 @@ from .sampling.plan import (MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, ext
 from .sampling.plan import check_sample_trips  # (run's and sweep's check of --sample-trips)
 from .sampling import parallel
 from .sampling.project import mib
-from .sampling.reuse import reuse_estimate, shadow_capacity, shadow_for_trips
+from .sampling.reuse import reuse_estimate, shadow_capacity
 from .sampling.runner import INSTRUCTION_CHECK, pilot_point, point_key, point_kernel, project, ramp_only
 from .sampling.warm import warm_plan
 from .trace.mix import trace_mix
@@ -502,7 +502,7 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
     def reduced(point: Point, report=None, stop=None, watch=None, spread: int = 0) -> RunResult:
         return _run_kernel(point_kernel(kernel, plan, point), spec, max_instructions=None, on_count=None,
                            sample="off", block_limit=point.blocks, progress=report, interrupt=stop,
-                           observer=watch, stagger=spread, shadow_l2=_shadow_size(l2, point, plan) if l2 else 0,
+                           observer=watch, stagger=spread, shadow_l2=l2["shadow"] if l2 else 0,
                            warm_l2=warm_from[0], **options)
 
     def one(index: int, report=None, stop=None) -> RunResult:
@@ -647,13 +647,6 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
     return attrs.evolve(last, params=dict(kernel.params), launch=_launch_record(kernel), metrics=metrics,
                         warnings=warnings, wall_seconds=time.perf_counter() - started, sampling=record,
                         violations=violations(metrics, spec))
-
-
-def _shadow_size(l2: dict, point: Point, plan: Plan) -> int:
-    """The shadow L2 of the run of `point`: the L2 scaled by what passes through it between a wave's use of a line
-    and the next wave's at the run's trips against the full run's, C (r n + W) / (r N + W) (see sampling.reuse)."""
-    return shadow_for_trips(l2["capacity"], l2["read_per_trip"], l2["wave_writes"], point.trips or plan.trips,
-                            plan.trips)
 
 
 def _shadow_for_runs(plan: Plan, first: Point, metrics: dict, points, source: str) -> dict | None:

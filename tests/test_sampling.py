@@ -447,12 +447,10 @@ def test_the_shadow_l2_size_keeps_the_full_runs_reuse_distance():
 def test_a_run_whose_waves_outgrow_the_l2_only_at_full_size_takes_dram_traffic_from_a_shadow_l2(tmp_path,
                                                                                                monkeypatch):
     """gemm_tile128 1024x512x1024 on 4 SMs of an H100 given a 2 MB L2: 2.2 MiB pass between a wave's reuses at
-    full size (32 trips), 1.5 MiB in the runs at 16. The pilot says so, each run keeps a shadow L2 sized for its
-    trips (0.8, 1.0 and 1.3 MiB at 4, 8 and 16), and the projected DRAM traffic is the shadows', with the cycles the
-    same and no warning. Measured against the full run, this small case is where shadows of a size a run do worst:
-    reads -36% and writes -31% (the runs' own L2: +9.7% and -8.8%; one shadow of the fewest trips' size: +5.8% and
-    +13.7%): its shadows differ by 60% between the runs the projection's slope is taken from, where the real-size
-    rows' differ by under 20% and gain (the default GEMM's DRAM bytes +7.7% -> +2.4%; see sampling.reuse)."""
+    full size (32 trips), 1.5 MiB in the runs at 16. The pilot says so, the runs keep a shadow L2 of 0.8 MiB, and
+    the projected DRAM traffic is the shadow's, with the cycles the same and no warning. Measured against the full
+    run: reads +5.8% (the runs' own L2: +9.7%), writes +13.7% (-8.8%: this small case's writes do not need it; the
+    default-size GEMM's do, +0.6% against -58%)."""
     import re
 
     import gpusim.api as api
@@ -474,11 +472,10 @@ def test_a_run_whose_waves_outgrow_the_l2_only_at_full_size_takes_dram_traffic_f
     assert uncorrected.sampling["l2_reuse_between_waves"]["corrected"] is False
     assert any("projected DRAM traffic" in w for w in uncorrected.warnings)
     assert uncorrected.metrics["gpu_sim_cycle"] == result.metrics["gpu_sim_cycle"]  # the shadow does not time
-    sizes = caveat["shadow_l2_bytes_by_run_trips"]
-    assert sizes["4"] < sizes["8"] < sizes["16"] < 2_097_152
-    assert caveat["shadow_l2_bytes"] == pytest.approx(sizes["4"], rel=0.01)  # (the caches round to whole sets)
     reads, writes = "dram__bytes_read.sum", "dram__bytes_write.sum"
-    assert rel(result.metrics[reads], full[reads]) <= 0.4 and rel(result.metrics[writes], full[writes]) <= 0.4
+    assert rel(result.metrics[reads], full[reads]) <= 0.08
+    assert rel(result.metrics[reads], full[reads]) < rel(uncorrected.metrics[reads], full[reads])
+    assert rel(result.metrics[writes], full[writes]) <= 0.2
     # what --sample auto weighs (this small kernel's cycles a trip have not settled either; that aside): an uncorrected
     # projection is run in full where that is quick, a corrected one stands
     assert "L2 keeps between waves" in api.sampling_unsettled(uncorrected.sampling | {"steady_state": None})

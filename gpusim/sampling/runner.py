@@ -73,7 +73,6 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     cold runs' up to the L2's fill and the warm runs' cost a unit after it."""
     warnings: list[str] = []
     own = {p: additive(m) for p, m in results}  # the runs' own DRAM traffic: what the reuse check reads
-    own_results = results
     if l2:
         results = [(p, with_shadow_traffic(m)) for p, m in results]
     sums = {p: additive(m) for p, m in results} if l2 else own
@@ -222,9 +221,7 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
                      "bytes_between_reuses_reduced": round(bytes_between_reuses(read, writes, reduced_trips)),
                      **entry}
         record["l2_reuse_between_waves"] = {
-            **entry, "corrected": True, "shadow_l2_bytes": l2["shadow"],  # (the fewest trips' run's)
-            "shadow_l2_bytes_by_run_trips": {str(p.trips): m.get("gpusim__shadow_l2_capacity_bytes")
-                                             for p, m in own_results if "gpusim__shadow_l2_capacity_bytes" in m},
+            **entry, "corrected": True, "shadow_l2_bytes": l2["shadow"],
             "estimate": {"from": l2["source"],
                          "dram_read_bytes_per_trip": round(l2["read_per_trip"]),
                          "wave_write_bytes": round(l2["wave_writes"])}}
