@@ -115,6 +115,10 @@ def test_vecadd_streaming_through_a_small_l2_projects_its_write_back():
     on = gpusim.run("workloads/vecadd.yaml", "t4", params=params, sample="on")
     off = gpusim.run("workloads/vecadd.yaml", "t4", params=params, sample="off")
     assert "l2_steady_state" in on.sampling and on.violations == []
+    steady = on.sampling["steady_state"]  # the estimate: the trend, the fill point's share and the runs' noise
+    assert steady["error_from_run_noise_pct"] > 0 and on.sampling["error_estimate_pct"] == pytest.approx(
+        steady["error_from_trend_pct"] + on.sampling["l2_steady_state"]["error_from_fill_pct"]
+        + steady["error_from_run_noise_pct"], abs=0.03)
     for key in ("gpu_sim_cycle", "dram__bytes.sum"):
         assert on.metrics[key] == pytest.approx(off.metrics[key], rel=0.03), key
     assert on.metrics["dram__bytes_write.sum"] > 0.5 * off.metrics["dram__bytes_write.sum"]
