@@ -665,15 +665,32 @@ def _shadow_for_runs(plan: Plan, first: Point, metrics: dict, points, source: st
     return {"capacity": capacity, "read_per_trip": read, "wave_writes": writes, "shadow": size, "source": source}
 
 
+def _skipped_copies(path: Path, commands) -> list[str]:
+    """The note on a command list's memcpy (and memset) lines, which are not simulated: none without them, else
+    one line however many there are (the kinds, the count and where the first is)."""
+    copies = [c for c in commands if c.kernel is None]
+    if not copies:
+        return []
+    kinds: list[str] = []
+    for command in copies:
+        kind = shorten(command.text.split(",")[0].strip(), 30).strip("'\"")
+        if kind not in kinds:
+            kinds.append(kind)
+    named = "/".join(kinds[:4]) + ("/..." if len(kinds) > 4 else "")
+    if len(copies) == 1:
+        return [f"{path}:{copies[0].line}: {named} skipped (host-device copies are not simulated)"]
+    return [f"{path}: {len(copies):,} {named} lines skipped (host-device copies are not simulated); the first at "
+            f"line {copies[0].line}"]
+
+
 def _run_command_list(path: Path, spec, overrides: LaunchOverrides = LaunchOverrides(), **options) -> RunResult:
     """Every kernel the list names, in order, each on a fresh GPU (cold caches); totals in `metrics`."""
     started = time.perf_counter()
     commands = read_command_list(path)
-    results, warnings, notes, unknown = [], [], [], {}
+    results, warnings, unknown = [], [], {}
+    notes = _skipped_copies(path, commands)
     for command in commands:
         if command.kernel is None:
-            notes.append(f"{path}:{command.line}: {command.text.split(',')[0]} skipped "
-                         f"(host-device copies are not simulated)")
             continue
         kernel = apply_launch_overrides(load_trace(command.kernel), spec, overrides)
         result = _run_kernel(kernel, spec, **options)  # (a trace's size is its file's)

@@ -212,8 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "theoretical occupancy, its limiter, error and wall_s")
     sweep.add_argument("--out", required=True, metavar="FILE",
                        help="the rows: .csv, .json (a list of rows) or .parquet (needs pandas and pyarrow)")
+    from .sweep import JOBS_PER_CORE
+
     sweep.add_argument("--jobs", type=_int_arg(1), default=None,
-                       help="points simulated at once (default: the cores this process may use)")
+                       help="points simulated at once (default: the cores this process may use; never more "
+                            f"workers than points to run; at most {JOBS_PER_CORE} x this machine's cores)")
     sweep.add_argument("--executor", default="pool", choices=["pool", "dask"],
                        help="pool (default): processes on this machine; dask: a Dask distributed cluster "
                             "(pip install \"gpusim[cluster]\")")
@@ -221,7 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --executor dask: the cluster's scheduler address, or local (default) for a "
                             "LocalCluster of --jobs worker processes on loopback")
     sweep.add_argument("--resume", action="store_true",
-                       help="keep the rows already in --out and run only the points missing there")
+                       help="keep the finished rows already in --out and run only the other points (a row cut "
+                            "short, unreadable or with neither metrics nor an error runs again; rows of points "
+                            "not in this sweep are left out, and a line on stderr counts them)")
     sweep.add_argument("--plot", default=None, metavar="DIR",
                        help="write one PNG per metric against each varied axis under DIR")
     sweep.add_argument("--quiet", action="store_true",

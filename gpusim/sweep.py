@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import csv
 import difflib
+import errno
 import itertools
 import json
 import math
+import numbers
 import os
 import re
 import signal
@@ -157,8 +159,34 @@ def _values(name: str, given) -> list:
 
 
 def _key(value) -> str:
-    """How a value reads in every output format (CSV's text): the key rows are matched by (--resume)."""
-    return "" if value is None else str(value)
+    """The key a value is matched by (--resume, the plots, repeated values): numbers by value (32, 32.0 and the
+    text '32' are one key, as a CSV reads them back), anything else as its text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        number = _as_number(value)
+        if number is None:
+            return value
+        value = number
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
+def _as_number(text: str):
+    """'64' -> 64, '0.5' -> 0.5: a finite number written as text, else None."""
+    for cast in (int, float):
+        try:
+            value = cast(text)
+        except (ValueError, OverflowError):
+            continue
+        return value if cast is int or math.isfinite(value) else None
+    return None
 
 
 def points(vary: dict[str, list]) -> list[dict]:
@@ -408,28 +436,17 @@ def _pool(tasks: list[dict], jobs: int) -> Iterator[tuple[int | None, dict | Non
 
 def _dask(tasks: list[dict], jobs: int, address: str) -> Iterator[tuple[int | None, dict | None]]:
     """The points on a Dask distributed cluster: `address` tcp://HOST:PORT, or 'local' for a LocalCluster of
-    `jobs` single-threaded worker processes on loopback."""
+    `jobs` single-threaded worker processes on loopback (they ignore Ctrl-C: the parent stops them)."""
     try:
-        from dask.distributed import Client, LocalCluster, as_completed
+        from dask.distributed import as_completed
     except ImportError:
         raise GpusimError('--executor dask needs dask.distributed: pip install "gpusim[cluster]"') from None
-    import logging
     import uuid
 
-    cluster = None
-    try:
-        if address == "local":
-            cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   host="127.0.0.1", silence_logs=logging.ERROR)
-            client = Client(cluster)
-        else:
-            client = Client(address, timeout="20s")
-    except (OSError, TimeoutError, ValueError) as exc:
-        if cluster is not None:
-            cluster.close()
-        raise GpusimError(f"--dask-scheduler {shown(address, 60)}: cannot connect ({one_line(str(exc))})") from None
+    client, cluster = _local_cluster(jobs) if address == "local" else (_connect(address), None)
     token = uuid.uuid4().hex[:8]
     futures: list = []
+    finished = False
     try:
         by_key = {}
         for task in tasks:
@@ -444,21 +461,136 @@ def _dask(tasks: list[dict], jobs: int, address: str) -> Iterator[tuple[int | No
             except Exception as exc:  # a worker lost (KilledWorker) or a point that could not be sent
                 row = _failed(task, f"the Dask worker running this point failed ({type(exc).__name__}: {exc})")
             yield task["index"], row
+        finished = True
+    finally:
+        _close_dask(client, cluster, futures, quiet=not finished)
+
+
+DASK_CONNECT_SECONDS = 20.0  # the most a connection to a Dask scheduler may take, its handshake included
+
+
+def _dask_failure(exc: BaseException) -> str:
+    text = one_line(str(exc)).strip()
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+
+
+def _connect(address: str):
+    """A Client of the Dask scheduler at `address`, or within DASK_CONNECT_SECONDS a one-line GpusimError whatever
+    is there (nothing listening, a silent peer, a server of another protocol). The attempt runs in a thread so the
+    deadline covers the connection and the handshake alike; one abandoned past it closes its client if it ever
+    connects."""
+    from dask.distributed import Client
+
+    box: dict = {}
+    lock = threading.Lock()
+
+    def attempt() -> None:
+        try:
+            client = Client(address, timeout=f"{max(1.0, 0.75 * DASK_CONNECT_SECONDS):g}s")
+        except BaseException as exc:  # anything at all: a MemoryError from a reply read as a frame length
+            box["error"] = exc
+            return
+        with lock:
+            if box.get("abandoned"):
+                _close_quietly(client)
+            else:
+                box["client"] = client
+
+    thread = threading.Thread(target=attempt, name="gpusim-dask-connect", daemon=True)
+    thread.start()
+    thread.join(DASK_CONNECT_SECONDS)
+    with lock:
+        if "client" in box:
+            return box["client"]
+        box["abandoned"] = True
+    where = f"--dask-scheduler {shown(address, 60)}"
+    error = box.get("error")
+    if isinstance(error, (OSError, TimeoutError)):  # nothing listening, refused, timed out, a name not found
+        raise GpusimError(f"{where}: cannot connect ({_dask_failure(error)})")
+    if error is not None:  # a reply that is no Dask handshake (read as frame lengths it asks for exabytes)
+        raise GpusimError(f"{where}: what answers there is not a Dask scheduler (its reply could not be read as "
+                          f"one: {_dask_failure(error)})")
+    raise GpusimError(f"{where}: no Dask scheduler answered within {DASK_CONNECT_SECONDS:g} s")
+
+
+def _local_cluster(jobs: int):
+    """(a Client, its LocalCluster) of `jobs` single-threaded worker processes on loopback. The workers start with
+    SIGINT ignored, so Ctrl-C at a terminal (which signals every process of the group) reaches the parent alone,
+    which stops them without their tracebacks."""
+    import logging
+
+    from dask.distributed import Client, LocalCluster
+
+    cluster = None
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+                               host="127.0.0.1", silence_logs=logging.ERROR, preload=[_IGNORE_SIGINT])
+        return Client(cluster), cluster
+    except Exception as exc:
+        if cluster is not None:
+            _close_quietly(cluster)
+        raise GpusimError(f"--executor dask: cannot start a local Dask cluster of {jobs} workers "
+                          f"({_dask_failure(exc)})") from None
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+
+
+# a worker preload (the text of a script): a worker restarted later ignores Ctrl-C too
+_IGNORE_SIGINT = ("import signal, threading\n"
+                  "if threading.current_thread() is threading.main_thread():\n"
+                  "    signal.signal(signal.SIGINT, signal.SIG_IGN)\n")
+
+
+def _close_quietly(thing) -> None:
+    try:
+        thing.close()
+    except Exception:
+        pass
+
+
+def _close_dask(client, cluster, futures: list, quiet: bool) -> None:
+    """The points cancelled, the client and the local cluster closed; when the sweep stops early (Ctrl-C, an
+    error) Dask's own log lines about the connections it then loses are not shown."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("distributed", "tornado", "asyncio")]
+    levels = [logger.level for logger in loggers]
+    if quiet:
+        for logger in loggers:
+            logger.setLevel(logging.CRITICAL + 1)
+    try:
+        if futures:
+            try:
+                client.cancel(futures)
+            except Exception:
+                if not quiet:
+                    raise
+        if quiet:
+            _close_quietly(client)
+        else:
+            client.close()
     finally:
         try:
-            if futures:
-                client.cancel(futures)
-            client.close()
-        finally:
             if cluster is not None:
-                cluster.close()
+                if quiet:
+                    _close_quietly(cluster)
+                else:
+                    cluster.close()
+        finally:
+            for logger, level in zip(loggers, levels):
+                logger.setLevel(level)
 
 
 # ----------------------------------------------------------------------------------------------- output
 
 class Output:
-    """The output file (.csv, .json or .parquet), written as rows finish: a CSV is appended to, a JSON list or a
-    Parquet table rewritten (at most once a second, and at the end)."""
+    """The output file (.csv, .json or .parquet), written as rows finish: a CSV is appended to (each batch of rows
+    whole, flushed and synced to the disk, or cut back to where it was), a JSON list or a Parquet table rewritten
+    (at most once a second, and at the end) through a temporary file renamed over it. Every write error is a
+    one-line GpusimError naming the file, and no temporary file is left behind."""
 
     def __init__(self, path, columns: list[str]):
         self.path, self.columns = Path(path), list(columns)
@@ -474,35 +606,75 @@ class Output:
         self.rows: list[dict] = []
         self.written = 0.0
 
-    def read(self) -> list[dict]:
-        """The rows already in the file ([] where there is none), for --resume."""
+    def read(self) -> list[dict | None]:
+        """The rows already in the file ([] where there is none), for --resume: a dict per row, None for one that
+        cannot be read back (a CSV line cut short or unparsable, a JSON item that is not an object). A file of
+        other columns, or none of this sweep's format, is a GpusimError."""
         if not self.path.exists():
             return []
+        if not self.path.is_file():  # a directory, a device (/dev/zero reads forever), a pipe
+            raise GpusimError(f"--resume: {self.path} is not a regular file")
         try:
             if self.format == ".csv":
-                with open(self.path, newline="") as fh:
-                    reader = csv.DictReader(fh)
-                    rows = [{k: _typed(k, v) for k, v in r.items()} for r in reader]
-                    found = reader.fieldnames or []
-            elif self.format == ".json":
-                with open(self.path) as fh:
-                    rows = json.load(fh)
-                if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-                    raise ValueError("expected a list of rows")
-                found = list(rows[0]) if rows else self.columns
-            else:
-                import pandas
+                return self._read_csv()
+            if self.format == ".json":
+                return self._read_json()
+            import pandas
 
-                frame = pandas.read_parquet(self.path)
-                found = list(frame.columns)
-                rows = [{k: _plain(None if _missing(v) else v) for k, v in r.items()}
-                        for r in frame.to_dict(orient="records")]
-        except (OSError, ValueError, csv.Error) as exc:
-            raise GpusimError(f"--resume: cannot read {self.path} ({one_line(str(exc))[:200]})") from None
+            frame = pandas.read_parquet(self.path)
+            self._check_columns(list(frame.columns))
+            return [{k: _plain(None if _missing(v) else v) for k, v in r.items()}
+                    for r in frame.to_dict(orient="records")]
+        except GpusimError:
+            raise
+        except RecursionError:
+            raise GpusimError(f"--resume: cannot read {self.path} (nested too deeply to be a list of rows)") from None
+        except Exception as exc:  # OSError, a decoding or parsing error of any kind
+            raise GpusimError(f"--resume: cannot read {self.path} ({_why(exc)})") from None
+
+    def _check_columns(self, found: list) -> None:
         if found and list(found) != self.columns:
-            raise GpusimError(f"--resume: {self.path} has the columns {', '.join(found)[:300]}, not this sweep's "
-                              f"({', '.join(self.columns)[:300]}): another --out, or the same --vary and --metrics")
-        return rows
+            raise GpusimError(f"--resume: {self.path} has the columns {', '.join(map(str, found))[:300]}, not this "
+                              f"sweep's ({', '.join(self.columns)[:300]}): another --out, or the same --vary and "
+                              f"--metrics")
+
+    def _read_csv(self) -> list[dict | None]:
+        """Line by line: a line is a row (the rows hold no line breaks), the last one cut short where the file
+        does not end with one (a write interrupted), and a file holding less than its header line holds none."""
+        header = _csv_text([], self.columns, header=True)
+        data = self.path.read_bytes()
+        lines = data.split(b"\n")
+        tail = lines.pop()  # after the last line break: b"" or a line cut short
+        if not lines:
+            if header.encode().startswith(tail):
+                return []
+            lines = [tail]
+        try:
+            found = next(csv.reader([lines[0].decode("utf-8")], strict=True), [])
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise GpusimError(f"--resume: cannot read {self.path}'s header line ({_why(exc)})") from None
+        self._check_columns(found or ["(an empty line)"])
+        rows = [self._csv_line(raw) for raw in lines[1:] if raw.strip()]
+        return rows + [None] if tail.strip() else rows
+
+    def _csv_line(self, raw: bytes) -> dict | None:
+        try:
+            cells = list(csv.reader([raw.decode("utf-8")], strict=True))
+        except (UnicodeDecodeError, csv.Error):
+            return None
+        if len(cells) != 1 or len(cells[0]) != len(self.columns):
+            return None
+        return {c: _typed(c, v) for c, v in zip(self.columns, cells[0])}
+
+    def _read_json(self) -> list[dict | None]:
+        with open(self.path, encoding="utf-8") as fh:
+            rows = json.load(fh)  # (NaN and Infinity read as floats: such a row is run again)
+        if not isinstance(rows, list):
+            raise GpusimError(f"--resume: cannot read {self.path} (expected a list of rows, got a "
+                              f"{type(rows).__name__})")
+        first = next((r for r in rows if isinstance(r, dict)), None)
+        self._check_columns(list(first) if first is not None else [])
+        return [r if isinstance(r, dict) else None for r in rows]
 
     def start(self, rows: list[dict]) -> None:
         """The file, holding `rows` (a fresh sweep: none)."""
@@ -512,9 +684,8 @@ class Output:
     def add(self, rows: list[dict], *, final: bool = False) -> None:
         self.rows.extend(rows)
         if self.format == ".csv":
-            with open(self.path, "a", newline="") as fh:
-                writer = csv.DictWriter(fh, self.columns, lineterminator="\n")
-                writer.writerows(_csv_row(r) for r in rows)
+            if rows:
+                self._append(_csv_text(rows, self.columns).encode("utf-8"))
         elif final or time.monotonic() - self.written >= REWRITE_EVERY:
             self._rewrite()
 
@@ -526,25 +697,99 @@ class Output:
         elif self.format != ".csv":
             self._rewrite()
 
+    def _failed(self, exc: BaseException) -> GpusimError:
+        return GpusimError(f"--out {self.path}: cannot write ({_why(exc)})")
+
+    def _append(self, data: bytes) -> None:
+        """`data` (whole lines) at the end of the file, synced; where that fails, the file cut back to its length
+        before, so that it never holds part of a row."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        except (OSError, ValueError) as exc:
+            raise self._failed(exc) from None
+        try:
+            start = os.lseek(fd, 0, os.SEEK_END)
+        except OSError:
+            start = None
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            _sync(fd)
+        except OSError as exc:
+            if start is not None:
+                try:
+                    os.ftruncate(fd, start)
+                except OSError:
+                    pass
+            raise self._failed(exc) from None
+        finally:
+            os.close(fd)
+
     def _rewrite(self) -> None:
+        """The whole file, written to a temporary file beside it, synced and renamed over it."""
+        temporary = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            if self.format == ".csv":
-                with open(temporary, "w", newline="") as fh:
-                    writer = csv.DictWriter(fh, self.columns, lineterminator="\n")
-                    writer.writeheader()
-                    writer.writerows(_csv_row(r) for r in self.rows)
-            elif self.format == ".json":
-                with open(temporary, "w") as fh:
-                    json.dump(self.rows, fh, indent=1, allow_nan=False)
-                    fh.write("\n")
+            name = f".{self.path.name}.{os.getpid()}.tmp"
+            if self.format == ".parquet":
+                frame = _frame(self.rows, self.columns)
+                temporary = self.path.with_name(name)
+                frame.to_parquet(temporary, index=False)
+                data = None
+            elif self.format == ".csv":
+                data = _csv_text(self.rows, self.columns, header=True).encode("utf-8")
             else:
-                _frame(self.rows, self.columns).to_parquet(temporary, index=False)
+                data = (json.dumps(self.rows, indent=1, allow_nan=False) + "\n").encode("utf-8")
+            if data is not None:
+                temporary = self.path.with_name(name)
+                with open(temporary, "wb") as fh:
+                    fh.write(data)
+            fd = os.open(temporary, os.O_RDONLY)
+            try:
+                _sync(fd)
+            finally:
+                os.close(fd)
             os.replace(temporary, self.path)
-        except OSError as exc:
-            raise GpusimError(f"--out {self.path}: cannot write ({exc.strerror or exc})") from None
+            temporary = None
+        except GpusimError:
+            raise
+        except Exception as exc:  # OSError, a value JSON or Parquet cannot hold, ...
+            raise self._failed(exc) from None
+        finally:
+            if temporary is not None:
+                try:
+                    os.unlink(temporary)
+                except OSError:
+                    pass
         self.written = time.monotonic()
+
+
+def _sync(fd: int) -> None:
+    """fsync, where the file supports it (a pipe or a character device does not)."""
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EROFS):
+            raise
+
+
+def _why(exc: BaseException) -> str:
+    """An exception as the end of a one-line message."""
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else one_line(str(exc))
+    return shorten(text, 200).strip("'\"") if text else type(exc).__name__
+
+
+def _csv_text(rows: list[dict], columns: list[str], header: bool = False) -> str:
+    """Rows as CSV lines, each ended by a line break (the header line first where `header`)."""
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, columns, lineterminator="\n")
+    if header:
+        writer.writeheader()
+    writer.writerows(_csv_row(r) for r in rows)
+    return buffer.getvalue()
 
 
 def _csv_row(row: dict) -> dict:
@@ -556,12 +801,38 @@ def _missing(value) -> bool:
 
 
 def _typed(column: str, text: str | None):
-    """A CSV cell as the row had it: '' -> None (but '' for the error and limiter), numbers as numbers."""
+    """A CSV cell as the row had it: '' -> None (but '' for the error and limiter), numbers as numbers (a
+    non-finite one too: such a row is run again), other text as text."""
     if column in (ERROR, LIMITER):
         return text or ""
     if text is None or text == "":
         return None
-    return _number(column, text)
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except (ValueError, OverflowError):
+            continue
+    return text
+
+
+def _usable(row, columns: list[str], measured: list[str]) -> bool:
+    """Whether a row read back from the output is a finished point that --resume keeps: a dict of exactly the
+    sweep's columns, each of the `measured` ones (the metrics, the theoretical occupancy) empty or a finite
+    number, the error and the limiter text, the wall time a finite number, and metrics or an error."""
+    if not isinstance(row, dict) or set(row) != set(columns) or len(row) != len(columns):
+        return False
+    if not isinstance(row[ERROR], str) or not isinstance(row[LIMITER], str) or not _finite(row[WALL]):
+        return False
+    values = [row[m] for m in measured]
+    if not all(v is None or _finite(v) for v in values):
+        return False
+    return bool(row[ERROR]) or any(v is not None for v in values)
+
+
+def _finite(value) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or math.isfinite(value)
 
 
 def _frame(rows: list[dict], columns: list[str]):
@@ -688,6 +959,43 @@ def _check_names(vary: dict, params: dict, workload, kernel_params: dict | None,
                                   f"sample, sample_trips, sync_window, arch, arch.<field>)")
 
 
+JOBS_PER_CORE = 4  # --jobs at most this many times the machine's cores
+
+
+def max_jobs() -> int:
+    """The largest --jobs: JOBS_PER_CORE x the machine's cores (more workers than that only share the cores)."""
+    return JOBS_PER_CORE * (os.cpu_count() or 1)
+
+
+def _resumed(output: Output, tasks: list[dict], names: list[str], measured: list[str]) -> dict[int, dict]:
+    """--resume: the finished points' rows in the output, by point index, each as the sweep writes it (its
+    columns in order, its varied values as the point has them). A row that is not a finished point (cut short,
+    unreadable, a metric that is not a finite number, neither metrics nor an error) is left out, so its point runs
+    again; so is a row of no point of this sweep, or a second row of one. One line on stderr counts them."""
+    index = {tuple(_key(v) for v in t["values"].values()): t["index"] for t in tasks}
+    done: dict[int, dict] = {}
+    unusable = ignored = 0
+    for row in output.read():
+        if not _usable(row, output.columns, measured):
+            unusable += 1
+            continue
+        i = index.get(tuple(_key(row[n]) for n in names))
+        if i is None or i in done:
+            ignored += 1
+            continue
+        done[i] = {c: row[c] for c in output.columns} | tasks[i]["values"]
+    said = []
+    if unusable:
+        said.append(f"{unusable:,} row{'s' if unusable != 1 else ''} not a finished point (cut short, unreadable, "
+                    f"a metric that is not a finite number, or neither metrics nor an error): run again")
+    if ignored:
+        said.append(f"{ignored:,} row{'s' if ignored != 1 else ''} of no point of this sweep, or repeating one: "
+                    f"ignored (left out of the file)")
+    if said:
+        print(f"note: --resume {output.path}: " + "; ".join(said), file=sys.stderr)
+    return done
+
+
 def columns_of(vary_names: list[str], metrics: list[str]) -> list[str]:
     """A row's columns: the varied values, the metrics, the theoretical occupancy and its limiter, error, wall_s."""
     return list(vary_names) + [m for m in metrics if m != OCCUPANCY] + [OCCUPANCY, LIMITER, ERROR, WALL]
@@ -705,9 +1013,11 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
     point order (the first variation slowest). Columns: the varied values, `metrics` (default DEFAULT_METRICS),
     the theoretical occupancy (OCCUPANCY) and its limiter, `error` ('' or why the point failed) and `wall_s`.
 
-    `jobs` (default: the cores this process may use) processes run the points (`executor="pool"`), or a Dask
-    cluster does (`executor="dask"`, `dask_scheduler` 'tcp://HOST:PORT' or 'local'). `out` (.csv, .json,
-    .parquet) gets the rows as they finish; `resume=True` keeps the rows already in `out` and runs the rest.
+    `jobs` (default: the cores this process may use; at most JOBS_PER_CORE x the machine's cores, and never more
+    workers than points to run) processes run the points (`executor="pool"`), or a Dask cluster does
+    (`executor="dask"`, `dask_scheduler` 'tcp://HOST:PORT' or 'local'). `out` (.csv, .json, .parquet) gets the rows
+    as they finish; `resume=True` keeps the finished rows already in `out` (matched by value: 32 and 32.0 alike)
+    and runs the rest, the points of rows cut short or without finite metrics or an error included.
     `plot`: a directory for one PNG per metric against each varied axis. `progress`: a bar (or lines) on stderr.
     The other keywords are gpusim.api.run's, applied at every point (a varied name wins over them): `params`
     (workload parameters), `scheduler`, `simt`, `sms`, `seed`, `memory`, `sample`, `sample_trips`, `sync_window`,
@@ -750,6 +1060,9 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
         raise GpusimError(f"--memory {shown(memory, 40)}: a sweep takes {' or '.join(api.MEMORY_MODELS)}")
     if jobs is not None and not (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs >= 1):
         raise GpusimError(f"--jobs {shown(jobs, 40)}: expected an integer >= 1")
+    if jobs is not None and jobs > max_jobs():
+        raise GpusimError(f"--jobs {jobs:,}: at most {max_jobs():,} ({JOBS_PER_CORE} x this machine's "
+                          f"{os.cpu_count() or 1} cores)")
     metrics = list(DEFAULT_METRICS if metrics is None else
                    [m.strip() for m in metrics.split(",")] if isinstance(metrics, str) else metrics)
     if not all(isinstance(m, str) and m for m in metrics) or len(set(metrics)) != len(metrics):
@@ -796,20 +1109,15 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
 
     output = Output(out, columns) if out is not None else None
     done: dict[int, dict] = {}
-    strays: list[dict] = []  # rows in the file that are no point of this sweep (kept, after the others)
     if output is not None and resume:
-        index = {tuple(_key(v) for v in t["values"].values()): t["index"] for t in tasks}
-        for row in output.read():
-            i = index.get(tuple(_key(row.get(n)) for n in vary))
-            if i is None or i in done:
-                strays.append(row)
-            else:
-                done[i] = row
+        done = _resumed(output, tasks, list(vary), metrics + [OCCUPANCY])
     todo = [t for t in tasks if t["index"] not in done]
     if output is not None:
-        output.start([done[i] for i in sorted(done)] + strays)
-    jobs = default_jobs(len(todo)) if jobs is None else jobs
-    if executor == "dask":
+        output.start([done[i] for i in sorted(done)])
+    jobs = min(default_jobs(len(todo)) if jobs is None else jobs, max(1, len(todo)))  # no idle workers
+    if not todo:
+        results = iter(())
+    elif executor == "dask":
         results = _dask(todo, jobs, dask_scheduler)
     elif jobs <= 1 or len(todo) <= 1:
         results = _serial(todo)
@@ -846,7 +1154,7 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
                                    None if out is None else str(out)) from None
         rows = [done[i] if i in done else finished[i] for i in range(len(tasks))]
         if output is not None:
-            ctrl_c.write(lambda: output.finish(rows + strays if resume else None))
+            ctrl_c.write(lambda: output.finish(rows if resume else None))
     if plot is not None:
         label = kernel.name if kernel is not None else Path(workload).name
         paths = plot_sweep(rows, vary, metrics, label, base.name, plot)
@@ -935,11 +1243,9 @@ def plot_sweep(rows: list[dict], vary: dict[str, list], metrics: list[str], kern
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    directory = Path(directory)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise GpusimError(f"--plot {directory}: cannot create it ({exc.strerror or exc})") from None
+    from .report import plot_directory, save_figure
+
+    directory = plot_directory(directory, "--plot")
     archs = sorted({str(r["arch"]) for r in rows}) if "arch" in vary else [arch]
     on = ", ".join(archs) if len(archs) <= 4 else f"{len(archs)} archs"
     paths = []
@@ -988,10 +1294,7 @@ def plot_sweep(rows: list[dict], vary: dict[str, list], metrics: list[str], kern
             ax.grid(True, alpha=0.3)
             ax.legend(title=legend, fontsize=8, title_fontsize=8)
             fig.tight_layout()
-            path = directory / f"{_safe(metric)}__vs__{_safe(axis)}.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            paths.append(path)
+            paths.append(save_figure(fig, directory / f"{_safe(metric)}__vs__{_safe(axis)}.png", "--plot", dpi=110))
     return paths
 
 

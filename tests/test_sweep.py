@@ -6,10 +6,18 @@ no timing assertions."""
 from __future__ import annotations
 
 import csv
+import errno
+import importlib
+import importlib.util
+import io
 import json
+import os
+import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -289,3 +297,285 @@ def test_dask_missing_is_a_one_line_error_naming_the_extra(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 1 and 'pip install "gpusim[cluster]"' in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "r.csv").exists()
+
+
+# --- the output under hostile conditions ---------------------------------------------------------------------------
+
+TINY = ("kernel: tiny\nparams: {n: 32}\nbuffers: {a: {bytes: n * 4}}\n"
+        "launch: {grid: [1], block: [32], registers_per_thread: 16}\n"
+        "program:\n  - {op: LDG.E, dst: v, addr: \"a + (lane % n) * 4\"}\n  - {op: FADD, dst: w, src: [v, v]}\n")
+SWEEP = importlib.import_module("gpusim.sweep")  # the module (gpusim.sweep may name the function)
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY)
+    return path
+
+
+@pytest.fixture
+def simulated(monkeypatch):
+    """run_point simulating each point once; later sweeps reuse its row (the same wall time too), and `calls`
+    counts the points each sweep simulated or took from the cache."""
+    real, cache, calls = SWEEP.run_point, {}, []
+
+    def cached(task):
+        key = tuple(task["values"].items())
+        calls.append(key)
+        if key not in cache:
+            cache[key] = real(task)
+        return dict(cache[key])
+
+    monkeypatch.setattr(SWEEP, "run_point", cached)
+    return calls
+
+
+def stderr_lines(stderr: str) -> list[str]:
+    """The lines on stderr but the note that the engine's sources run (an edited checkout)."""
+    return [line for line in stderr.splitlines() if line.strip() and "running the engine's sources" not in line]
+
+
+def tiny_sweep(tiny, out, **kw):
+    return gpusim.sweep(tiny, "h100", {"n": [32, 64, 96]}, jobs=1, sms=1, out=out, **kw)
+
+
+def test_a_sweep_cut_at_any_byte_and_resumed_writes_the_uninterrupted_file(tiny, tmp_path, simulated):
+    out = tmp_path / "r.csv"
+    tiny_sweep(tiny, out)
+    whole = out.read_bytes()
+    assert whole.count(b"\n") == 4 and all(r[ERROR] == "" for r in csv_rows(out))
+    for cut in range(len(whole) + 1):
+        out.write_bytes(whole[:cut])
+        tiny_sweep(tiny, out, resume=True)
+        assert out.read_bytes() == whole, f"cut at byte {cut}: {whole[:cut][-40:]!r}"
+        assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert csv_rows(out) == [{k: v for k, v in r.items() if k != WALL} for r in csv.DictReader(io.StringIO(
+        whole.decode()))]
+
+
+def test_resume_reruns_unfinished_rows_ignores_other_points_and_matches_numbers_by_value(tiny, tmp_path, simulated,
+                                                                                      capfd):
+    out = tmp_path / "r.csv"
+    tiny_sweep(tiny, out)
+    header, r32, r64, r96 = out.read_text().splitlines()
+    columns = header.split(",")
+    cycles = columns.index("gpu_sim_cycle")
+
+    def with_cell(row: str, column: int, value: str) -> str:
+        cells = row.split(",")
+        cells[column] = value
+        return ",".join(cells)
+
+    empty = ",".join("" if i else "64" for i in range(len(columns) - 1)) + ",0.1"  # neither metrics nor an error
+    cases = {
+        "a cut row": [r32.replace("32,", "32.0,", 1), "64,", r96],
+        "NaN": [r32, with_cell(r64, cycles, "nan"), with_cell(r96, cycles, "inf")],
+        "text": [r32, with_cell(r64, cycles, "many"), r96],
+        "nothing": [r32, empty, r96],
+        "unparsable": [r32, '64,"592', r96 + ',extra'],
+    }
+    for what, rows in cases.items():
+        out.write_text("\n".join([header, *rows, "128," + r32.split(",", 1)[1], r32]) + "\n")
+        simulated.clear()
+        capfd.readouterr()
+        tiny_sweep(tiny, out, resume=True)
+        rerun = [dict(k)["n"] for k in simulated]
+        assert rerun == ([64] if what != "unparsable" and what != "NaN" else [64, 96]), what
+        assert out.read_text().splitlines() == [header, r32, r64, r96], what  # 32.0 was point 32: kept, as 32
+        err = [line for line in capfd.readouterr().err.splitlines() if line]
+        assert len(err) == 1 and err[0].startswith(f"note: --resume {out}: "), (what, err)
+        assert f"{len(rerun)} row{'s' if len(rerun) > 1 else ''} not a finished point" in err[0], err
+        assert "2 rows of no point of this sweep, or repeating one: ignored" in err[0], err
+
+
+def test_a_write_error_while_appending_is_one_line_naming_the_output(tiny, tmp_path, simulated, monkeypatch):
+    out = tmp_path / "r.csv"
+    real = SWEEP.run_point
+
+    def fill_the_disk(task):  # after the first row: every write fails as on a full disk
+        if task["values"]["n"] == 64:
+            out.unlink()
+            out.symlink_to("/dev/full")
+        return real(task)
+
+    monkeypatch.setattr(SWEEP, "run_point", fill_the_disk)
+    with pytest.raises(GpusimError, match=rf"^--out {re.escape(str(out))}: cannot write \(No space left on device\)$"):
+        tiny_sweep(tiny, out)
+
+
+def test_a_row_is_appended_whole_or_not_at_all(tmp_path, monkeypatch):
+    out = SWEEP.Output(tmp_path / "r.csv", ["n", "m", OCCUPANCY, LIMITER, ERROR, WALL])
+    row = {"n": 1, "m": 2.5, OCCUPANCY: 50.0, LIMITER: "warps", ERROR: "", WALL: 0.1}
+    out.start([])
+    out.add([row])
+    before = out.path.read_bytes()
+    real = os.write
+
+    def half_then_full(fd, data):  # part of the row written, then the disk is full
+        if len(data) > 4:
+            return real(fd, bytes(data[:len(data) // 2]))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", half_then_full)
+    with pytest.raises(GpusimError, match="--out .*r.csv: cannot write"):
+        out.add([dict(row, n=2)])
+    monkeypatch.undo()
+    assert out.path.read_bytes() == before and before.endswith(b"\n")
+
+
+def test_resume_of_a_json_output_with_nan_or_deep_nesting_is_one_line_and_leaves_no_temporary_file(
+        tiny, tmp_path, simulated):
+    out = tmp_path / "r.json"
+    tiny_sweep(tiny, out)
+    whole = out.read_text()
+    rows = json.loads(whole)
+    rows[1]["gpu_sim_cycle"] = float("nan")
+    rows[0]["n"] = 32.0
+    out.write_text(json.dumps(rows))  # (NaN: Python's json writes it, strict JSON has none)
+    simulated.clear()
+    tiny_sweep(tiny, out, resume=True)
+    assert [dict(k)["n"] for k in simulated] == [64] and out.read_text() == whole
+    for text in ("[" * 100_000 + "]" * 100_000, '[{"n": 32, "gpu_sim_cycle": NaN}]', "{}", "[1, 2"):
+        out.write_text(text)
+        with pytest.raises(GpusimError, match=f"^--resume: .*{re.escape(str(out))}") as caught:
+            tiny_sweep(tiny, out, resume=True)
+        assert "\n" not in str(caught.value)
+        assert out.read_text() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "tiny.yaml"]
+
+
+def test_resume_of_an_output_that_is_no_regular_file_is_one_line(tiny, tmp_path):
+    out = tmp_path / "z.csv"
+    out.symlink_to("/dev/zero")  # (read, it never ends)
+    with pytest.raises(GpusimError, match=f"^--resume: {re.escape(str(out))} is not a regular file$"):
+        tiny_sweep(tiny, out, resume=True)
+
+
+def test_a_failed_rewrite_is_one_line_and_leaves_no_temporary_file(tmp_path, monkeypatch):
+    columns = ["n", OCCUPANCY, LIMITER, ERROR, WALL]
+    row = {"n": 1, OCCUPANCY: 50.0, LIMITER: "warps", ERROR: "", WALL: 0.1}
+    out = SWEEP.Output(tmp_path / "r.json", columns)
+    with pytest.raises(GpusimError, match="^--out .*r.json: cannot write"):
+        out.start([dict(row, **{OCCUPANCY: float("nan")})])  # JSON has no NaN
+    def broken(*args):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "replace", broken)
+    for name in ("r.json", "r.csv"):
+        with pytest.raises(GpusimError, match=f"^--out .*{name}: cannot write \\(Input/output error\\)$"):
+            SWEEP.Output(tmp_path / name, columns).start([row])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_jobs_above_the_limit_is_one_line_and_workers_never_outnumber_the_points(tiny, tmp_path, monkeypatch):
+    limit = SWEEP.max_jobs()
+    assert limit == SWEEP.JOBS_PER_CORE * (os.cpu_count() or 1)
+    p = cli(tiny, "--arch", "h100", "--sms", "1", "--vary", "n=32,64", "--out", tmp_path / "j.csv", "--jobs",
+            str(limit + 1))
+    assert p.returncode == 1 and stderr_lines(p.stderr) == [f"error: --jobs {limit + 1:,}: at most {limit:,} "
+                                                            f"({SWEEP.JOBS_PER_CORE} x this machine's "
+                                                            f"{os.cpu_count() or 1} cores)"], p.stderr
+    assert not (tmp_path / "j.csv").exists()
+    started = []
+
+    def spy(executor):
+        def run(tasks, jobs, *rest):
+            started.append((executor, len(tasks), jobs))
+            return SWEEP._serial(tasks)
+        return run
+
+    monkeypatch.setattr(SWEEP, "_pool", spy("pool"))
+    monkeypatch.setattr(SWEEP, "_dask", spy("dask"))
+    gpusim.sweep(tiny, "h100", {"n": [32, 64]}, jobs=limit, sms=1)
+    if importlib.util.find_spec("dask") is not None and importlib.util.find_spec("distributed") is not None:
+        gpusim.sweep(tiny, "h100", {"n": [32, 64]}, jobs=limit, sms=1, executor="dask")
+        assert started == [("pool", 2, 2), ("dask", 2, 2)]
+    else:
+        assert started == [("pool", 2, 2)]
+
+
+def _serve(reply: bytes | None):
+    """A TCP server on loopback answering every connection with `reply` (None: silence, the connection held
+    open); (its address, a function that stops it)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    held, stop = [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            held.append(conn)
+            if reply is not None:
+                conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def close():
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+    return f"tcp://127.0.0.1:{server.getsockname()[1]}", close
+
+
+def test_a_dask_scheduler_address_that_is_no_dask_scheduler_is_one_line_within_the_deadline(tiny, tmp_path):
+    pytest.importorskip("dask.distributed")
+    for reply in (b"HTTP/1.1 400 Bad Request\r\n\r\n", None):
+        address, close = _serve(reply)
+        try:
+            code = ("import importlib, sys\n"
+                    "importlib.import_module('gpusim.sweep').DASK_CONNECT_SECONDS = 3\n"
+                    "from gpusim.cli import main\n"
+                    f"sys.exit(main(['sweep', {str(tiny)!r}, '--arch', 'h100', '--sms', '1', '--vary', 'n=32,64', "
+                    f"'--out', {str(tmp_path / 'd.csv')!r}, '--executor', 'dask', '--dask-scheduler', {address!r}]))")
+            started = time.monotonic()
+            p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+            took = time.monotonic() - started
+        finally:
+            close()
+        lines = stderr_lines(p.stderr)
+        assert p.returncode == 1 and len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+        assert lines[0].startswith(f"error: --dask-scheduler {address}: "), lines
+        if reply is None:
+            assert "no Dask scheduler answered within 3 s" in lines[0] and took < 60, (lines, took)
+        else:
+            assert "not a Dask scheduler" in lines[0] and took < 30, (lines, took)
+
+
+def test_ctrl_c_on_a_local_dask_sweep_shows_no_worker_tracebacks(tmp_path):
+    pytest.importorskip("dask.distributed")
+    slow = tmp_path / "slow.yaml"
+    slow.write_text("kernel: slow\nparams: {n: 1}\nlaunch: {grid: [64], block: [256], registers_per_thread: 16}\n"
+                    "program:\n  - loop: n * 400\n    body:\n      - {op: FFMA, dst: x, src: [x, x, x]}\n")
+    out = tmp_path / "c.csv"
+    # a terminal's Ctrl-C signals the whole process group: the workers as well as gpusim
+    proc = subprocess.Popen([sys.executable, "-m", "gpusim", "sweep", str(slow), "--arch", "h100", "--sms", "2",
+                             "--vary", "n=1:8:1", "--jobs", "2", "--executor", "dask", "--out", str(out)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists() and out.read_text().count("\n") >= 2:  # the header and the first row
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    lines = stderr_lines(stderr)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    assert len(lines) == 1 and lines[0].startswith("interrupted: ") and "--resume" in lines[0], stderr

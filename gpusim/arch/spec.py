@@ -356,7 +356,8 @@ class L1Spec:
     hit_latency: int = _field("load-to-use latency of an L1 hit", "cycles", _count(MAX_CYCLES))
     shared_latency: int = _field("load-to-use latency of a conflict-free shared-memory load", "cycles",
                                  _count(MAX_CYCLES))
-    mshrs: int = _field("outstanding miss entries per SM", "entries", _count(64 * KIB))
+    mshrs: int = _field("outstanding miss entries per SM; at least 32, the distinct lines one warp's 32 lanes can "
+                        "touch in one request", "entries", _count(64 * KIB, lo=32))
 
     def __attrs_post_init__(self):
         _sectors_per_line(self)

@@ -16,6 +16,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from ..analytic.occupancy import LIMITERS, OccupancyResult, occupancy  # noqa: E402
 from ..arch import ArchSpec  # noqa: E402
+from . import plot_directory, save_figure  # noqa: E402
 
 KIB = 1024
 LIMITER_COLOURS = {"warps": "#c6dbef", "registers": "#fdd0a2", "shared_memory": "#c7e9c0", "blocks": "#dadaeb",
@@ -115,8 +116,7 @@ def draw_curve(ax, spec: ArchSpec, r: OccupancyResult, curve: Curve, title_size:
 
 def plot_occupancy(spec: ArchSpec, r: OccupancyResult, out_dir: str | Path = "plots") -> list[Path]:
     """Write the three graphs and the three side by side (_all) as PNGs under `out_dir`; return their paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = plot_directory(out_dir, "--plot-dir")
     stem = f"occupancy_{spec.name}_{r.threads_per_block}t_{r.regs_per_thread}r_{r.smem_per_block}b"
     curves = occupancy_curves(spec, r)
     paths = []
@@ -136,6 +136,4 @@ def plot_occupancy(spec: ArchSpec, r: OccupancyResult, out_dir: str | Path = "pl
 
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, "--plot-dir", dpi=100)

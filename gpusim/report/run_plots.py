@@ -33,6 +33,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 from mpl_toolkits.axes_grid1 import make_axes_locatable  # noqa: E402
 
 from ..errors import GpusimError  # noqa: E402
+from . import plot_directory  # noqa: E402
 from ..stats.counters import REASONS  # noqa: E402
 from ..stats.invariants import throughputs  # noqa: E402
 from ..stats.timeline import TimelineRecorder  # noqa: E402
@@ -468,11 +469,7 @@ def _stem(result) -> str:
 def write_plots(result, out_dir) -> tuple[list[Path], list[str]]:
     """Every plot of `result` as a PNG under `out_dir`: (the paths written, a line for each plot left out and
     why)."""
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise GpusimError(f"--plot {out_dir}: cannot create the directory ({exc.strerror})") from None
+    out = plot_directory(out_dir, "--plot")
     paths, skipped = [], []
     if not result.metrics:
         return paths, ["--plot: the run stopped before any metrics: nothing to plot"]
