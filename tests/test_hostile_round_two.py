@@ -105,3 +105,24 @@ def test_the_mshr_floor_is_documented_and_every_shipped_arch_is_above_it():
     assert field["range"] == "an integer from 32 to 65,536" and "32 lanes" in field["description"], field
     for name in ARCH_NAMES:
         assert load_arch(name).memory.l1.mshrs >= 32, name
+
+
+# --- a global access in a workload with no global buffer ---------------------------------------------------------
+
+NO_BUFFER = """kernel: k
+launch: {grid: [1], block: [32], registers_per_thread: 16}
+program:
+  - {op: LDG.E, dst: v, addr: "lane * 4"}
+"""
+
+
+@pytest.mark.parametrize("command", [("run", "--arch", "h100", "--sms", "1"), ("workload", "show")])
+def test_a_global_access_without_a_global_buffer_is_one_line(tmp_path, command):
+    path = tmp_path / "nobuf.yaml"
+    path.write_text(NO_BUFFER)
+    args = [command[0], *command[1:2], str(path), *command[2:]] if command[0] == "workload" else \
+        [command[0], str(path), *command[1:]]
+    done = run_cli(*args)
+    lines = error_lines(done.stderr)
+    assert done.returncode == 1 and len(lines) == 1 and "Traceback" not in done.stderr
+    assert lines[0].endswith("the workload declares no global buffer") and "nobuf.yaml:4" in lines[0]

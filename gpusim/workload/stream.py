@@ -370,6 +370,8 @@ class _WarpWalker:
         ranges = self.kernel.address_ranges.get(node.info.space)
         if ranges is not None and not _inside(ranges, int(active.min()), int(active.max()) + width):
             bases, ends, names = ranges
+            if not len(bases):  # no buffer of this space at all: every address is outside
+                _bad_address(node, _outside(ranges, int(active[0]), width, node.info.space))
             index = np.searchsorted(np.asarray(bases, dtype=np.int64), active, side="right") - 1
             outside = (index < 0) | (active + width > np.asarray(ends, dtype=np.int64)[np.maximum(index, 0)])
             if outside.any():
