@@ -962,6 +962,15 @@ def _check_names(vary: dict, params: dict, workload, kernel_params: dict | None,
 JOBS_PER_CORE = 4  # --jobs at most this many times the machine's cores
 
 
+def check_jobs(jobs) -> None:
+    """--jobs: a whole number from 1 to max_jobs(); anything else a one-line GpusimError."""
+    if not (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs >= 1):
+        raise GpusimError(f"--jobs {shown(jobs, 40)}: expected an integer >= 1")
+    if jobs > max_jobs():
+        raise GpusimError(f"--jobs {jobs:,}: at most {max_jobs():,} ({JOBS_PER_CORE} x this machine's "
+                          f"{os.cpu_count() or 1} cores)")
+
+
 def max_jobs() -> int:
     """The largest --jobs: JOBS_PER_CORE x the machine's cores (more workers than that only share the cores)."""
     return JOBS_PER_CORE * (os.cpu_count() or 1)
@@ -1058,11 +1067,8 @@ def sweep(workload, arch, vary: dict | None = None, *, jobs: int | None = None, 
             raise GpusimError('--executor dask needs dask.distributed: pip install "gpusim[cluster]"') from None
     if memory not in api.MEMORY_MODELS:
         raise GpusimError(f"--memory {shown(memory, 40)}: a sweep takes {' or '.join(api.MEMORY_MODELS)}")
-    if jobs is not None and not (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs >= 1):
-        raise GpusimError(f"--jobs {shown(jobs, 40)}: expected an integer >= 1")
-    if jobs is not None and jobs > max_jobs():
-        raise GpusimError(f"--jobs {jobs:,}: at most {max_jobs():,} ({JOBS_PER_CORE} x this machine's "
-                          f"{os.cpu_count() or 1} cores)")
+    if jobs is not None:
+        check_jobs(jobs)
     metrics = list(DEFAULT_METRICS if metrics is None else
                    [m.strip() for m in metrics.split(",")] if isinstance(metrics, str) else metrics)
     if not all(isinstance(m, str) and m for m in metrics) or len(set(metrics)) != len(metrics):

@@ -579,3 +579,68 @@ def test_ctrl_c_on_a_local_dask_sweep_shows_no_worker_tracebacks(tmp_path):
     lines = stderr_lines(stderr)
     assert proc.returncode == 130 and "Traceback" not in stderr, stderr
     assert len(lines) == 1 and lines[0].startswith("interrupted: ") and "--resume" in lines[0], stderr
+
+
+# --- generated hostile --resume files and --jobs values ----------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_RESUME_SETTINGS = settings(max_examples=40, deadline=None,
+                            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+_JUNK_LINE = st.one_of(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40),
+                       st.sampled_from(["64,", "32.0", "nan,nan", ",,,,,,,,,,,", "\"", "96,1,2,3", "1e309,", "\x00"]))
+
+
+@_RESUME_SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 4), _JUNK_LINE), max_size=6), st.booleans())
+def test_resume_of_a_generated_csv_runs_what_is_not_finished_and_writes_the_whole_file(tiny, tmp_path, simulated,
+                                                                                        edits, keep_header):
+    """Any CSV at --out made of this sweep's rows with lines of junk among them: with its header, --resume writes
+    the file one run straight through would (wall times aside); without it (not this sweep's file), a one-line
+    refusal naming the file."""
+    out = tmp_path / "g.csv"
+    tiny_sweep(tiny, out)  # (the points come from the cache after the first example)
+    whole = csv_rows(out)
+    header, *rows = out.read_text().splitlines()
+    for where, junk in edits:
+        rows.insert(min(where, len(rows)), junk.replace("\n", " ").replace("\r", " "))
+    out.write_text("\n".join(([header] if keep_header else []) + rows) + "\n")
+    try:
+        tiny_sweep(tiny, out, resume=True)
+    except GpusimError as exc:
+        assert not keep_header and "\n" not in str(exc) and "g.csv" in str(exc)
+    else:
+        assert csv_rows(out) == whole
+
+
+@_RESUME_SETTINGS
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=20))
+def test_resume_of_a_generated_json_is_one_line_or_the_whole_file(tiny, tmp_path, simulated, stored):
+    """Any JSON value at --out: --resume either refuses it in one line naming the file (and leaves no temporary
+    file) or writes every point's row."""
+    out = tmp_path / "g.json"
+    out.write_text(json.dumps(stored))
+    try:
+        rows = tiny_sweep(tiny, out, resume=True)
+    except GpusimError as exc:
+        assert "\n" not in str(exc) and "g.json" in str(exc)
+    else:
+        assert len(json.loads(out.read_text())) == 3 and len(rows) == 3
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(st.integers(-10, 10_000), st.booleans(), st.floats(allow_nan=True), st.text(max_size=5)))
+def test_generated_jobs_values_run_within_the_limit_or_are_one_line(jobs):
+    """--jobs: a whole number from 1 to the documented multiple of the cores, or a one-line error before any
+    point runs (checked without running: the sweep is refused or accepted at its argument checks)."""
+    limit = SWEEP.JOBS_PER_CORE * (os.cpu_count() or 1)
+    ok = type(jobs) is int and 1 <= jobs <= limit
+    try:
+        SWEEP.check_jobs(jobs)
+    except GpusimError as exc:
+        assert not ok and "\n" not in str(exc) and "--jobs" in str(exc)
+    else:
+        assert ok
