@@ -460,7 +460,7 @@ def sampling_unsettled(record: dict) -> str:
     if off > INSTRUCTION_CHECK:
         return f"the blocks are not alike (projected warp-instructions {off:.1%} off the exact count)"
     reuse = record.get("l2_reuse_between_waves")
-    if reuse and not reuse.get("corrected"):
+    if reuse and not reuse.get("corrected") and "shadow_not_used" not in reuse:  # (not used: nothing lost between)
         return (f"the L2 keeps between waves in the reduced runs what it cannot at full size "
                 f"({mib(reuse['bytes_between_reuses_full'])} MiB pass between a wave's use of a line and the "
                 f"next wave's, in a {mib(reuse['l2_capacity_bytes'])} MiB L2)")

@@ -73,13 +73,22 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     cold runs' up to the L2's fill and the warm runs' cost a unit after it."""
     warnings: list[str] = []
     own = {p: additive(m) for p, m in results}  # the runs' own DRAM traffic: what the reuse check reads
-    if l2:
-        results = [(p, with_shadow_traffic(m)) for p, m in results]
-    sums = {p: additive(m) for p, m in results} if l2 else own
     projection = [p for p, _ in results if p.role == "projection"]
     by_wave: dict[int, list[Point]] = {}
     for p in projection:
         by_wave.setdefault(p.waves, []).append(p)
+    for points in by_wave.values():
+        points.sort(key=lambda p: p.trips or 0)
+    reuse = _reuse_bytes(plan, own, by_wave)
+    caveat = reuse_between_waves(*reuse) if reuse is not None else None
+    dropped_shadow = None
+    if l2 and reuse is not None and caveat is None and bytes_between_reuses(*reuse[:2], plan.trips) <= reuse[2]:
+        # the runs' own numbers (a difference of two runs, where the first run's estimate took in what the program
+        # reads outside the loop) say the full run keeps between waves what its L2 holds: no shadow's traffic
+        dropped_shadow, l2 = l2, None
+    if l2:
+        results = [(p, with_shadow_traffic(m)) for p, m in results]
+    sums = {p: additive(m) for p, m in results} if l2 else own
     checks = [p for p, _ in results if p.role == "check"]
     decay = 0.0  # how fast L2 merges a trip fall with the trips (see project.merge_decay): from the check's wave
     if plan.trips is not None and checks:
@@ -210,8 +219,15 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
                            "dram_bytes_write": m.get("dram__bytes_write.sum")} for p, m in warm["runs"]],
             "error_from_fill_pct": round(100 * fill_term, 2)}
         record["simulated_warp_instructions"] += sum(m.get("smsp__inst_executed.sum", 0) for _, m in warm["runs"])
-    reuse = _reuse_bytes(plan, own, by_wave)
-    caveat = reuse_between_waves(*reuse) if reuse is not None else None
+    if dropped_shadow is not None:
+        read, writes, capacity, trips, reduced_trips = reuse
+        record["l2_reuse_between_waves"] = {
+            "bytes_between_reuses_full": round(bytes_between_reuses(read, writes, trips)),
+            "bytes_between_reuses_reduced": round(bytes_between_reuses(read, writes, reduced_trips)),
+            "l2_capacity_bytes": round(capacity), "corrected": False,
+            "shadow_not_used": f"{dropped_shadow['source']} estimated {mib(dropped_shadow['read_per_trip'])} MiB "
+                               f"read a trip, the runs {mib(read)} MiB: the full run keeps the reuse in its L2, so "
+                               f"the runs' own DRAM traffic stands"}
     if l2:  # the DRAM traffic is a shadow L2's, which forgets between waves as the full run's L2 does
         metrics["gpusim__l2_capacity_bytes"] = l2["capacity"]
         entry: dict = {"l2_capacity_bytes": l2["capacity"]}
@@ -262,15 +278,24 @@ def two_regimes(cold: list[tuple[float, dict]], warm: list[tuple[float, dict]], 
 
 
 def _reuse_bytes(plan: Plan, sums: dict, by_wave: dict[int, list[Point]]) -> tuple | None:
-    """reuse_between_waves's arguments for a plan sampling waves with loop trips (None: another plan), from its tail
-    runs (the tail alone: DRAM reads a trip) and the difference a full wave makes to the bytes written (its C
-    tiles), at the most trips. `by_wave`: the projection points by full waves before the tail, each list in trip
+    """reuse_between_waves's arguments for a plan sampling loop trips on a grid of more than a wave (None: another
+    plan): with waves sampled too, from its tail runs (the tail alone: DRAM reads a trip) and the difference a full
+    wave makes to the bytes written (its C tiles), at the most trips; with trips alone (every run the whole grid),
+    a wave's share of the grid's reads a trip and of its bytes bound for DRAM. `by_wave`: the projection points by full waves before the tail, each list in trip
     order (as project sorts them)."""
-    if not plan.trips_over_waves or len(by_wave) < 2:
+    if not plan.trips_over_waves or not by_wave:
         return None
+    read, written = "dram__bytes_read.sum", "dram__bytes_write.sum"  # (written: bound for DRAM, see additive)
+    if len(by_wave) == 1:  # loop trips alone over the whole grid: its reads a trip and its writes, a wave's share
+        a, b = next(iter(by_wave.values()))[-2:]
+        if read not in sums[b] or b.trips == a.trips:
+            return None
+        share = plan.wave_blocks / max(1, plan.blocks)
+        per_trip = (sums[b][read] - sums[a][read]) / (b.trips - a.trips) * share
+        return per_trip, sums[b].get(written, 0) * share, sums[b].get("gpusim__l2_capacity_bytes", 0), plan.trips, \
+            b.trips
     tail, wave = (by_wave[w] for w in sorted(by_wave)[:2])
     (a, b), top = tail[-2:], wave[-1]
-    read, written = "dram__bytes_read.sum", "dram__bytes_write.sum"  # (written: bound for DRAM, see additive)
     if read not in sums[b] or top.trips != b.trips or b.trips == a.trips:
         return None
     per_trip = (sums[b][read] - sums[a][read]) / (b.trips - a.trips)
