@@ -111,20 +111,7 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         return project_line(per_wave, plan.full_waves) if len(per_wave) > 1 else per_wave[0][1]
 
     projected = projection_of(sums, warm_sums)
-    # the runs' own noise, amplified by the weights the projection gives them: a reduced run's cycles move by about
-    # RUN_NOISE when its start moves by a cycle (chaotic schedules), and the projection multiplies each run by its
-    # weight (the default GEMM: 62, -60, -31 and 30 times its four runs)
-    cycles_only = {p: {"gpu_sim_cycle": float(m.get("gpu_sim_cycle", 0))} for p, m in sums.items()}
-    warm_cycles = {p: {"gpu_sim_cycle": float(m.get("gpu_sim_cycle", 0))} for p, m in warm_sums.items()}
-    base_cycles = projection_of(cycles_only, warm_cycles)["gpu_sim_cycle"]
-    spread = 0.0
-    for runs in (cycles_only, warm_cycles):
-        for p, m in runs.items():
-            nudged = dict(runs)
-            nudged[p] = {"gpu_sim_cycle": m["gpu_sim_cycle"] * (1 + RUN_NOISE)}
-            moved = projection_of(nudged, warm_cycles if runs is cycles_only else nudged)["gpu_sim_cycle"]
-            spread += (moved - base_cycles) ** 2
-    noise_term = NOISE_BOUND * math.sqrt(spread) / base_cycles if base_cycles > 0 else 0.0
+    noise_term = run_noise(projection_of, sums, warm_sums)
     fill_term = 0.0  # the error a misplaced fill point makes (warm only)
     if warm:
         cold = sorted(((factor(plan, p), sums[p]) for p in projection), key=lambda r: r[0])
@@ -257,6 +244,27 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
             f"the L2 in the runs but not at full size, so the projected DRAM traffic and L2 hit rate may be far off "
             f"(--sample off simulates in full)")
     return metrics, record, warnings
+
+
+def run_noise(projection_of, sums: dict, warm_sums: dict) -> float:
+    """The projected cycles' relative error from the runs' own noise, at NOISE_BOUND standard deviations: a reduced
+    run's cycles move by about RUN_NOISE when its start moves by a cycle (chaotic schedules), and the projection
+    multiplies each run by its weight (the default GEMM: 62, -60, -31 and 30 times its four runs), found here by
+    nudging one run at a time. `projection_of(sums, warm_sums)`: the projection (additive sums by point)."""
+    def cycles(runs: dict) -> dict:
+        return {p: {"gpu_sim_cycle": float(m.get("gpu_sim_cycle", 0))} for p, m in runs.items()}
+
+    cold, warm = cycles(sums), cycles(warm_sums)
+    base = projection_of(cold, warm)["gpu_sim_cycle"]
+    if base <= 0:
+        return 0.0
+    spread = 0.0
+    for in_warm, runs in ((False, cold), (True, warm)):
+        for p, m in runs.items():
+            nudged = {**runs, p: {"gpu_sim_cycle": m["gpu_sim_cycle"] * (1 + RUN_NOISE)}}
+            moved = projection_of(cold, nudged) if in_warm else projection_of(nudged, warm)
+            spread += (moved["gpu_sim_cycle"] - base) ** 2
+    return NOISE_BOUND * math.sqrt(spread) / base
 
 
 def two_regimes(cold: list[tuple[float, dict]], warm: list[tuple[float, dict]], fill_at: float, x: float) -> dict:
