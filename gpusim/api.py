@@ -28,7 +28,7 @@ from .workload.kernel import check_override
 from .workload.overrides import LaunchOverrides, apply_launch_overrides, check_launch_overrides
 from .workload.opcodes import refusal, unsupported_warning
 from .sampling.plan import (MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, extend_trips, hot_loops, make_plan,
-                            with_trips)
+                            midpoint_check, with_trips)
 from .sampling.plan import check_sample_trips  # (run's and sweep's check of --sample-trips)
 from .sampling import parallel
 from .sampling.project import mib
@@ -578,16 +578,23 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         # blocks placed at their launch at once (their start spread longer than those trips: all ramp), or where
         # `auto` finds no steady state or a projection that breaks a physical limit (refine), while the loop has
         # the trips
+        midpoint_tried = False
         while not plan.trips_asked:
             why = ramp_only(points, results) if plan.staggered else None
+            longer = None
             # (a streaming kernel's cold runs break DRAM's limit until the warm L2's runs below take their place)
             if why is None and refine and (l2 is not None or warm_plan(plan, [(p, r.metrics) for p, r in
                                                                              zip(points, results)]) is None):
                 metrics, record, _ = projection()
                 broken = violations(metrics, spec)
-                why = sampling_unsettled(record) or ("the projection breaks a physical limit (" + "; ".join(broken)
-                                                     + ")" if broken else None)
-            longer = extend_trips(plan, why) if why else None
+                unsettled = sampling_unsettled(record)
+                why = unsettled or ("the projection breaks a physical limit (" + "; ".join(broken) + ")"
+                                    if broken else None)
+                if unsettled.startswith("no steady state") and not broken and not midpoint_tried:
+                    # first whether the cost settled over the trips the projection uses: one run of the tail
+                    longer, midpoint_tried = midpoint_check(plan), True
+            if longer is None:
+                longer = extend_trips(plan, why) if why else None
             if longer is None:
                 break
             made = {point_key(q): r for q, r in zip(points, results)}

@@ -259,9 +259,32 @@ def extend_trips(plan: Plan, why: str) -> Plan | None:
     check = next(p for p in plan.points if p.role == "check")
     points.append(attrs.evolve(next(q for q in projection if q.blocks == check.blocks and q.trips == n_a),
                                role="check"))
-    reason = plan.reason.replace(f" at {n_b // 4}, {n_a} and {n_b} trips",
-                                 f" at {n_a}, {n_b} and {2 * n_b} trips (from {n_b // 4}, {n_a} and {n_b}: {why})", 1)
+    longer = f" at {n_a}, {n_b} and {2 * n_b} trips (from {n_b // 4}, {n_a} and {n_b}: {why})"
+    reason = plan.reason.replace(f" at {n_b // 4}, {n_a} and {n_b} trips", longer, 1).replace(
+        f" at {n_a} and {n_b} trips, checked at {(n_a + n_b) // 2}", longer, 1)  # (after a midpoint_check)
     return attrs.evolve(plan, reason=reason, points=tuple(points))
+
+
+def midpoint_check(plan: Plan) -> Plan | None:
+    """`plan` with its check run moved from n/4 trips to 3n/4, between the projection's n/2 and n (None: the check
+    is there already, or n/2 and n are too close). The check at n/4 asks whether the cost a trip settled from n/4
+    on, where the first trips are a transient (STEADY_FROM); where it has not, whether it settled over the trips
+    the projection uses is the question that decides, at the cost of one run of the tail (against doubling every
+    run's trips, extend_trips)."""
+    projection = [p for p in plan.points if p.role == "projection"]
+    check = next((p for p in plan.points if p.role == "check"), None)
+    if plan.trips is None or check is None or check.trips is None:
+        return None
+    pair = sorted({p.trips for p in projection if p.waves == check.waves and p.trips is not None})
+    if len(pair) != 2 or check.trips >= pair[0] or pair[1] - pair[0] < 2:
+        return None
+    n_a, n_b = pair
+    middle = (n_a + n_b) // 2
+    low, high = (next(p for p in projection if p.waves == check.waves and p.trips == n) for n in (n_a, n_b))
+    insts = low.warp_insts + (high.warp_insts - low.warp_insts) * (middle - n_a) // (n_b - n_a)
+    reason = plan.reason.replace(f" at {check.trips}, {n_a} and {n_b} trips",
+                                 f" at {n_a} and {n_b} trips, checked at {middle}", 1)
+    return attrs.evolve(plan, reason=reason, points=(*projection, attrs.evolve(check, trips=middle, warp_insts=insts)))
 
 
 def check_sample_trips(trips_wanted, mode: str) -> None:
@@ -294,4 +317,4 @@ def _points_cost(cost, blocks: int, wave_points, n_b: int) -> float:
 
 
 __all__ = ["AUTO_THRESHOLD", "BUDGET", "Plan", "Point", "SAMPLE_MODES", "check_sample_trips", "extend_trips",
-           "hot_loops", "make_plan", "with_trips"]
+           "hot_loops", "make_plan", "midpoint_check", "with_trips"]

@@ -136,21 +136,24 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
             a, b = sorted(projection, key=lambda p: p.waves)
             x = {p: p.waves for p in (a, b, check)}
             target, unit = plan.full_waves, "wave"
-        ya, yb, yc = (sums[p].get("gpu_sim_cycle", 0) for p in (a, b, check))
-        late = (yb - ya) / (x[b] - x[a])
-        early = (ya - yc) / (x[a] - x[check])
+        # the three runs in order: the check before the pair (n/4, n/2, n), or between them (n/2, 3n/4, n: the
+        # midpoint check, whether the cost settled over the trips the projection uses; see plan.midpoint_check)
+        p0, p1, p2 = sorted((a, b, check), key=lambda p: x[p])
+        y0, y1, y2 = (sums[p].get("gpu_sim_cycle", 0) for p in (p0, p1, p2))
+        late = (y2 - y1) / (x[p2] - x[p1])
+        early = (y1 - y0) / (x[p1] - x[p0])
         change = abs(late - early) / late if late > 0 else float("inf")
         # the error estimate: half the difference between projecting this point's line from its later and from
         # its earlier pair of runs (the cost per unit still changing, times how far it is projected)
         if warm:  # the cold runs stand for the kernel up to the L2's fill only
             target = warm["fill_at"]
-        from_late = extrapolate(x[a], ya, x[b], yb, target)
-        from_early = extrapolate(x[check], yc, x[a], ya, target)
+        from_late = extrapolate(x[p1], y1, x[p2], y2, target)
+        from_early = extrapolate(x[p0], y0, x[p1], y1, target)
         scale = projected.get("gpu_sim_cycle", 0) if warm else from_late
         trend = abs(from_late - from_early) / 2 / scale if scale > 0 else float("inf")
         error = trend + fill_term + noise_term
         # settled: the cost per unit has stopped changing (the trend, with the fill's share), whatever the noise
-        steady = {f"cycles_per_{unit}": [round(early, 1), round(late, 1)], f"{unit}s": [x[check], x[a], x[b]],
+        steady = {f"cycles_per_{unit}": [round(early, 1), round(late, 1)], f"{unit}s": [x[p0], x[p1], x[p2]],
                   "change": round(change, 4), "settled": trend + fill_term <= SETTLED,
                   "error_from_trend_pct": round(100 * trend, 2), "error_from_run_noise_pct": round(100 * noise_term, 2)}
     if not checks:
