@@ -122,3 +122,21 @@ def test_vecadd_streaming_through_a_small_l2_projects_its_write_back():
     for key in ("gpu_sim_cycle", "dram__bytes.sum"):
         assert on.metrics[key] == pytest.approx(off.metrics[key], rel=0.03), key
     assert on.metrics["dram__bytes_write.sum"] > 0.5 * off.metrics["dram__bytes_write.sum"]
+
+
+def test_the_midpoint_check_moves_the_check_between_the_projections_runs():
+    """No steady state from n/4 on: the check moves to 3n/4 (one run), the projection's runs stay; from there a
+    longer plan doubles them as before."""
+    from gpusim.sampling.plan import extend_trips, midpoint_check
+
+    plan = Plan("loop trips", "the loop at line 9 (128 trips) at 2, 4 and 8 trips", blocks=64, wave_blocks=132,
+                tail_blocks=64, full_waves=0, trips=128,
+                points=(Point(64, 4, 0, "projection", 400), Point(64, 8, 0, "projection", 800),
+                        Point(64, 2, 0, "check", 200)))
+    moved = midpoint_check(plan)
+    assert [(p.trips, p.role, p.warp_insts) for p in moved.points] == [(4, "projection", 400), (8, "projection", 800),
+                                                                      (6, "check", 600)]
+    assert moved.reason.endswith("at 4 and 8 trips, checked at 6") and midpoint_check(moved) is None
+    longer = extend_trips(moved, "no steady state")
+    assert sorted((p.trips, p.role) for p in longer.points) == [(4, "check"), (8, "projection"), (16, "projection")]
+    assert "at 4, 8 and 16 trips (from 2, 4 and 8: no steady state)" in longer.reason
