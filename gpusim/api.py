@@ -590,8 +590,9 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                 unsettled = sampling_unsettled(record)
                 why = unsettled or ("the projection breaks a physical limit (" + "; ".join(broken) + ")"
                                     if broken else None)
-                if unsettled.startswith("no steady state") and not broken and not midpoint_tried:
-                    # first whether the cost settled over the trips the projection uses: one run of the tail
+                if unsettled.startswith("no steady state") and not broken and not midpoint_tried and not dropped:
+                    # first whether the cost settled over the trips the projection uses: one run of the tail (not
+                    # after runs found all ramp: a kernel that slow to settle gets the longer runs)
                     longer, midpoint_tried = midpoint_check(plan), True
             if longer is None:
                 longer = extend_trips(plan, why) if why else None
