@@ -28,6 +28,8 @@ estimate afterwards (runner.py).
 
 from __future__ import annotations
 
+from .warm import bound_for_dram
+
 # The runs' metrics a shadow L2 adds (memory.hierarchy), and the ones the projection takes them for
 SHADOW_FOR = {"gpusim__shadow_dram_bytes_read": "dram__bytes_read.sum",
               "gpusim__shadow_dram_bytes_write": "dram__bytes_write.sum",
@@ -61,7 +63,7 @@ def reuse_estimate(metrics: dict, trips: int, blocks: int, wave_blocks: int) -> 
     scaled from its blocks to a wave's. Its reads include what the program reads outside the loop, so r errs
     high."""
     read = metrics.get("dram__bytes_read.sum", 0) / max(1, trips)
-    sent = metrics.get("dram__bytes_write.sum", 0) + metrics.get("gpusim__l2_dirty_bytes_at_end", 0)
+    sent = bound_for_dram(metrics)
     return read, sent * wave_blocks / max(1, blocks)
 
 

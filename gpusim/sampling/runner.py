@@ -95,31 +95,31 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         decay = merge_decay([(p.trips, sums[p]) for p in [*by_wave.get(checks[0].waves, []), checks[0]]])
     warm_sums = {p: additive(m) for p, m in warm["runs"]} if warm else {}
 
+    def lines_of(sums: dict, warm_sums: dict) -> tuple[list, list]:  # (single-factor plans with a warm L2: warm.py)
+        cold = sorted(((factor(plan, p), sums[p]) for p in projection), key=lambda r: r[0])
+        hot = sorted(((factor(plan, p), m) for p, m in warm_sums.items()), key=lambda r: r[0])
+        return cold, hot
+
     def projection_of(sums: dict, warm_sums: dict) -> dict:  # the full size's additive quantities from the runs'
+        if warm_sums:
+            return two_regimes(*lines_of(sums, warm_sums), warm["fill_at"], full_size(plan))
         per_wave = []
         for waves, points in sorted(by_wave.items()):
-            points.sort(key=lambda p: p.trips or 0)
             if plan.trips is not None:
                 line = [(p.trips, sums[p]) for p in points]
                 per_wave.append((waves, with_decaying_merges(project_line(line, plan.trips), line, plan.trips, decay)))
             else:
                 per_wave.append((waves, sums[points[-1]]))
-        if warm_sums:  # (single-factor plans: see warm.py)
-            cold = sorted(((factor(plan, p), sums[p]) for p in projection), key=lambda r: r[0])
-            hot = sorted(((factor(plan, p), m) for p, m in warm_sums.items()), key=lambda r: r[0])
-            return two_regimes(cold, hot, warm["fill_at"], full_size(plan))
         return project_line(per_wave, plan.full_waves) if len(per_wave) > 1 else per_wave[0][1]
 
     projected = projection_of(sums, warm_sums)
     noise_term = run_noise(projection_of, sums, warm_sums)
     fill_term = 0.0  # the error a misplaced fill point makes (warm only)
     if warm:
-        cold = sorted(((factor(plan, p), sums[p]) for p in projection), key=lambda r: r[0])
-        hot = sorted(((factor(plan, p), m) for p, m in warm_sums.items()), key=lambda r: r[0])
-        (xa, ca), (xb, cb) = cold[-2:]
-        (ya, wa), (yb, wb) = hot[-2:]
-        cold_slope = (cb.get("gpu_sim_cycle", 0) - ca.get("gpu_sim_cycle", 0)) / (xb - xa)
-        warm_slope = (wb.get("gpu_sim_cycle", 0) - wa.get("gpu_sim_cycle", 0)) / (yb - ya)
+        cold, hot = lines_of(sums, warm_sums)
+        cold_slope, warm_slope = (
+            (b.get("gpu_sim_cycle", 0) - a.get("gpu_sim_cycle", 0)) / (xb - xa) for (xa, a), (xb, b) in
+            (cold[-2:], hot[-2:]))
         total = projected.get("gpu_sim_cycle", 0)
         fill_term = abs(warm_slope - cold_slope) * FILL_UNCERTAINTY * warm["fill_at"] / total if total > 0 else 0.0
 

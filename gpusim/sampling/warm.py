@@ -40,8 +40,7 @@ def full_size(plan) -> int:
 
 def allocated_bytes(metrics: dict) -> float:
     """Bytes the run brought into its L2 or made dirty there: read from DRAM, written back, or still dirty."""
-    return (metrics.get("dram__bytes_read.sum", 0) + metrics.get("dram__bytes_write.sum", 0)
-            + metrics.get("gpusim__l2_dirty_bytes_at_end", 0))
+    return metrics.get("dram__bytes_read.sum", 0) + bound_for_dram(metrics)
 
 
 def bound_for_dram(metrics: dict) -> float:
