@@ -785,3 +785,15 @@ def test_a_sweeps_sample_trips_out_of_range_is_a_one_line_error():
     rows = sweep(GEMM, "h100", vary={"sample_trips": [64]}, params=SMALL_GEMM, sms=4, jobs=1)
     rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
     assert rows[0]["error"] == "--sample-trips 64: expected a whole number from 4 to 16 (half the hot loop's 32 trips)"
+
+
+def test_the_accuracy_scripts_table_option_refuses_a_file_that_is_not_its_results(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"no rows": 1}')
+    done = subprocess.run([sys.executable, str(ROOT / "validation/sampling_accuracy.py"), "--table", str(bad)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"sampling_accuracy.py: --table {bad}: not a results file")

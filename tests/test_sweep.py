@@ -644,3 +644,11 @@ def test_generated_jobs_values_run_within_the_limit_or_are_one_line(jobs):
         assert not ok and "\n" not in str(exc) and "--jobs" in str(exc)
     else:
         assert ok
+
+
+def test_an_undeclared_metric_name_is_one_line_naming_the_closest(tiny, tmp_path):
+    done = cli(tiny, "--arch", "h100", "--sms", "1", "--vary", "n=32", "--out", tmp_path / "m.csv", "--metrics",
+               "gpu_sim_cycle,gpu_sim_cyle")
+    lines = stderr_lines(done.stderr)
+    assert done.returncode == 1 and len(lines) == 1 and not (tmp_path / "m.csv").exists()
+    assert lines[0] == "error: --metrics gpu_sim_cyle: not a metric gpusim records (did you mean gpu_sim_cycle?)"
