@@ -400,3 +400,25 @@ def check_shipped_workloads(arch: str, **options) -> None:
         assert result.violations == [] and result.to_dict()["violations"] == []  # the record carries the check
         assert undeclared(result.metrics) == [], name  # every metric says how it combines (gpusim.stats.declared)
         assert math.isfinite(result.metrics["gpu_sim_cycle"])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_warm_l2_writes_back_no_faster_than_dram_and_conserves_the_kernels_bytes(arch):
+    """A sampled streaming kernel's runs start from an L2 full of lines no kernel touches, half of them dirty
+    (gpusim.sampling.warm): every line the kernel allocates evicts one, and the dirty ones go to DRAM. Run through
+    the engine: no rate above its peak, write-backs happen from the first stores, and what went to DRAM or stays
+    dirty is the kernel's stores plus the warm lines' dirty bytes, no more."""
+    from gpusim.api import _run_kernel, load_kernel
+    from gpusim.stats.invariants import throughputs
+
+    spec = gpusim.load_arch(arch)
+    kernel = load_kernel(REPO / "workloads" / "vecadd.yaml", {"n": 1 << 18})
+    result = _run_kernel(kernel, spec, scheduler="lrr", simt="stack", sms=4, seed=0, memory="hierarchy",
+                         observer=None, max_instructions=None, on_count=None, warm_l2=0.5)
+    m = result.metrics
+    for name, _, achieved, peak, unit in throughputs(m, spec):
+        assert achieved <= peak * 1.0001, (name, achieved, peak, unit)
+    capacity, sector = m["gpusim__l2_capacity_bytes"], spec.memory.l2.sector_bytes
+    stored = m["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"] * sector
+    assert m["dram__bytes_write.sum"] > 0.5 * stored  # (the kernel's 1 MiB of stores evict as many warm lines)
+    assert m["dram__bytes_write.sum"] + m["gpusim__l2_dirty_bytes_at_end"] <= stored + 0.5 * capacity * 1.001
