@@ -445,7 +445,8 @@ def sampling_plan(kernel, gpu, mix, sample: str, sample_trips: int | None = None
         def cost(trips: int) -> int:
             return kernel_mix(with_trips(kernel, loops, trips), steps=PREFLIGHT_STEPS).total_warp_insts
 
-    return make_plan(kernel, wave, total, sample, cost, sample_trips)
+    global_insts = 0 if mix is None else mix.warp_insts.get("ldst_global", 0)
+    return make_plan(kernel, wave, total, sample, cost, sample_trips, global_insts)
 
 
 def sampling_unsettled(record: dict) -> str:

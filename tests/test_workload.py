@@ -10,7 +10,7 @@ from gpusim.workload import WorkloadError, kernel_mix, load_workload
 from .conftest import ROOT, run_cli
 
 SHIPPED = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workloads").rglob("*.yaml"))
-PROMISED = ["gemm_tile128", "gemm_multistage", "gemm_hopper_ws", "gemm_blackwell_umma", "flash_attention3", "vecadd", "reduction", "attention_naive", "flash_attention", "kv_decode",
+PROMISED = ["gemm_tile128", "gemm_multistage", "gemm_hopper_ws", "gemm_blackwell_umma", "flash_attention3", "vecadd", "reduction", "attention_naive", "flash_attention", "kv_decode", "kv_decode_naive",
             "microbench/fma_chain", "microbench/fma_peak", "microbench/hmma_peak", "microbench/divergence",
             "microbench/smem_stride", "microbench/pointer_chase", "microbench/stream", "microbench/coalescing",
             "microbench/latency_hiding", "microbench/occupancy_sweep"]
@@ -70,10 +70,11 @@ def test_seed_launch_numbers_for_gemm():
 def test_kv_decode_reads_exactly_the_seeds_kv_cache_formula():
     """KVCache = 2 x L x H_kv x D_head x Batch x SeqLen x dtype_bytes (seed 000), L = 1 per kernel."""
     params = {"batch": 2, "heads_q": 32, "heads_kv": 8, "d": 128, "seq": 4096}
-    mix = kernel_mix(load_workload(ROOT / "workloads/kv_decode.yaml", params))
     kv_bytes = 2 * 1 * 8 * 128 * 2 * 4096 * 2
-    query_bytes = 4 * (2 * 8) * (32 // 8) * 128 * 2  # each of the 4 warps per block loads its group's queries
-    assert mix.bytes[("global", "load")] == kv_bytes + query_bytes
+    for name, blocks in (("kv_decode", 2 * 8 * 16), ("kv_decode_naive", 2 * 8)):  # 16 splits per KV head
+        mix = kernel_mix(load_workload(ROOT / f"workloads/{name}.yaml", params))
+        query_bytes = 4 * blocks * (32 // 8) * 128 * 2  # each of the 4 warps of a block loads its group's queries
+        assert mix.bytes[("global", "load")] == kv_bytes + query_bytes, name
 
 
 def test_attention_naive_moves_s_and_p_through_global_memory_and_flash_does_not():

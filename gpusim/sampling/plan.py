@@ -34,6 +34,9 @@ from ..workload.program import If, Loop
 
 SAMPLE_MODES = ("auto", "on", "off")
 AUTO_THRESHOLD = 5_000_000  # warp-instructions: `auto` samples kernels above this (about a minute at full detail)
+GLOBAL_ACCESS_COST = 2  # a global load or store costs about twice an instruction to simulate (its sectors through
+# L1, L2 and DRAM): the stream copy's 4.2 M warp-instructions, all but 8 K of them global, take 99 s on h100 where
+# 5 M of a GEMM's take about a minute
 BUDGET = 1_500_000  # warp-instructions the reduced runs may simulate together (trips: see STEADY_FROM)
 MIN_TRIPS = 8  # a loop of fewer trips is not sampled (too little to gain, and no steady state to find)
 STAGGER_TRIPS = 2  # the pilot of a staggered plan: its cycles (the tail alone at this many trips) are the spread
@@ -136,12 +139,14 @@ def with_trips(kernel, loops: list[Loop], trips: int):
 
 
 def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost=None,
-              trips_wanted: int | None = None) -> Plan:
+              trips_wanted: int | None = None, global_insts: int = 0) -> Plan:
     """The runs that stand for `kernel` under `--sample mode`. `wave_blocks`: blocks resident at once on the
     GPU; `total_insts`: its warp-instructions (None: not counted, a trace too short in waves to sample);
     `cost(trips)`: warp-instructions of the whole grid at `trips` trips of the hot loop (from the mix).
     `trips_wanted` (`--sample-trips N`): the hot loop's runs at N / 4, N / 2 and N trips, whatever the budget and
-    the kernel's size (sampled as `on` would); a kernel whose plan would not sample its loop is an error."""
+    the kernel's size (sampled as `on` would); a kernel whose plan would not sample its loop is an error.
+    `global_insts`: how many of its warp-instructions are global loads and stores (weighed by
+    GLOBAL_ACCESS_COST against AUTO_THRESHOLD)."""
     blocks = kernel.launch.nblocks
     tail = blocks % wave_blocks or wave_blocks
     full_waves = (blocks - tail) // wave_blocks
@@ -151,9 +156,13 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
         mode = "on"
     if mode == "off":
         return Plan("full", "--sample off", **base)
-    if mode == "auto" and total_insts is not None and total_insts <= AUTO_THRESHOLD:
-        return Plan("full", f"{total_insts:,} warp-instructions, at most {AUTO_THRESHOLD:,}: simulated in full "
-                            f"(--sample on samples it)", **base)
+    weighed = None if total_insts is None else total_insts + (GLOBAL_ACCESS_COST - 1) * global_insts
+    if mode == "auto" and weighed is not None and weighed <= AUTO_THRESHOLD:
+        counted = (f"{total_insts:,} warp-instructions" if not global_insts else
+                   f"{total_insts:,} warp-instructions ({weighed:,} with each of its {global_insts:,} global "
+                   f"accesses counted {GLOBAL_ACCESS_COST} times)")
+        return Plan("full", f"{counted}, at most {AUTO_THRESHOLD:,}: simulated in full (--sample on samples it)",
+                    **base)
     sample_waves = full_waves >= MIN_FULL_WAVES
     loops, trips = hot_loops(kernel)
     sample_trips = trips is not None and trips >= MIN_TRIPS and cost is not None
@@ -316,5 +325,5 @@ def _points_cost(cost, blocks: int, wave_points, n_b: int) -> float:
     return total + wave_points[0][0] / blocks * cost(n_b // 4)
 
 
-__all__ = ["AUTO_THRESHOLD", "BUDGET", "Plan", "Point", "SAMPLE_MODES", "check_sample_trips", "extend_trips",
+__all__ = ["AUTO_THRESHOLD", "GLOBAL_ACCESS_COST", "BUDGET", "Plan", "Point", "SAMPLE_MODES", "check_sample_trips", "extend_trips",
            "hot_loops", "make_plan", "midpoint_check", "with_trips"]

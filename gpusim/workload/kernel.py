@@ -372,7 +372,11 @@ class _Loader:
         if "program" not in data:
             self.fail(data.line, "missing key 'program'")
         constants = {**params, **{n: b.base for n, b in buffers.items()}}
-        compiler = ProgramCompiler(self.source, BUILTIN_NAMES | constants.keys(), constants)
+        # the launch's shape is fixed at load time too: a grid-stride loop's count (n / (nblocks * ntid)) folds
+        g, b = launch.grid, launch.block
+        shape = {"nblocks": launch.nblocks, "ntid": launch.threads_per_block, "ntid.x": b[0], "ntid.y": b[1],
+                 "ntid.z": b[2], "grid.x": g[0], "grid.y": g[1], "grid.z": g[2]}
+        compiler = ProgramCompiler(self.source, BUILTIN_NAMES | constants.keys(), constants, shape)
         program = compiler.body(data["program"], data.line, "program")
         if not program:
             self.fail(data.line, "program is empty")

@@ -200,10 +200,13 @@ def register_placeholders(name: str) -> list[str]:
 class ProgramCompiler:
     """Turns the YAML `program:` list into nodes, checking every name, opcode and key (errors say file:line)."""
 
-    def __init__(self, source: str, known_names: set[str], constants: dict):
+    def __init__(self, source: str, known_names: set[str], constants: dict, launch_shape: dict | None = None):
+        """`constants`: the parameters' and buffers' values; `launch_shape`: the built-in names the launch fixes
+        (nblocks, ntid, grid.x, ...), folded like constants."""
         self.source = source
         self.scopes: list[set[str]] = [set(known_names)]
-        self.constants = constants
+        self.launch_shape = launch_shape or {}
+        self.constants = {**constants, **self.launch_shape}
         self.pc = 0
 
     def where(self, line: int) -> str:
@@ -348,7 +351,7 @@ class ProgramCompiler:
         if not isinstance(var, str) or not re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", var):
             raise WorkloadError(f"{self.where(item.line)}: loop var must be a name, got {shorten(var)}")
         if var in self.scopes[0]:  # (an enclosing loop's index may be reused: the inner one hides it)
-            kind = "a parameter or buffer" if var in self.constants else "the built-in name"
+            kind = "the built-in name" if var in self.launch_shape else "a parameter or buffer" if var in self.constants else "the built-in name"
             raise WorkloadError(f"{self.where(item.line)}: loop var '{var}' shadows {kind} '{var}': "
                                 f"expected a name of its own")
         count = self.expr(item["loop"], item.line, "loop count")
