@@ -435,7 +435,7 @@ def test_gemm_multistage_moves_what_gemm_tile128_moves():
     tensor work is 2 x M x N x K either way."""
     params = {"M": 128, "N": 128, "K": 128}
     multi = run(GEMM, "a100", sms=1, params=params).metrics
-    tile = run(ROOT / "workloads" / "gemm_tile128.yaml", "a100", sms=1, params=params).metrics
+    tile = run(ROOT / "workloads" / "gemm_tile128_sync.yaml", "a100", sms=1, params=params).metrics
     assert multi["gpusim__tensor_flop.sum"] == tile["gpusim__tensor_flop.sum"] == 2 * 128 ** 3
     assert multi["l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"] == tile[
         "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]

@@ -162,7 +162,7 @@ SMALL_GEMM = {"M": 256, "N": 256, "K": 256}
 
 
 def test_stall_reasons_add_up_to_the_warp_latency():
-    m = _m(run(ROOT / "workloads/gemm_tile128.yaml", "h100", params=SMALL_GEMM, sms=4))
+    m = _m(run(ROOT / "workloads/gemm_tile128_sync.yaml", "h100", params=SMALL_GEMM, sms=4))
     parts = sum(m[f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"] for r in REASONS)
     assert parts == pytest.approx(m["smsp__average_warp_latency_per_inst_issued.ratio"], rel=1e-9)
     assert m["smsp__average_warps_issue_stalled_selected_per_issue_active.ratio"] == 1.0
@@ -175,7 +175,7 @@ def test_deterministic():
 
 
 def test_policies_differ_on_gemm():
-    cycles = {p: _m(run(ROOT / "workloads/gemm_tile128.yaml", "h100", scheduler=p, params=SMALL_GEMM, sms=2))[
+    cycles = {p: _m(run(ROOT / "workloads/gemm_tile128_sync.yaml", "h100", scheduler=p, params=SMALL_GEMM, sms=2))[
         "gpu_sim_cycle"] for p in policy_names()}
     assert len(set(cycles.values())) > 1, cycles
 
@@ -201,7 +201,7 @@ def test_a_user_policy_runs_without_touching_the_engine():
     try:
         # one SM: two blocks share each sub-partition, so the order matters (with one block per SM the two
         # warps of a sub-partition are interchangeable and either order gives the same totals)
-        runs = {p: _m(run(ROOT / "workloads/gemm_tile128.yaml", "h100", scheduler=p, params=SMALL_GEMM, sms=1))
+        runs = {p: _m(run(ROOT / "workloads/gemm_tile128_sync.yaml", "h100", scheduler=p, params=SMALL_GEMM, sms=1))
                 for p in ("youngest_first", "oldest_first")}
     finally:
         del _POLICIES["youngest_first"]
@@ -225,7 +225,7 @@ def test_a_policy_factory_must_make_a_policy():
 
 
 def test_achieved_occupancy_never_exceeds_theoretical():
-    m = _m(run(ROOT / "workloads/gemm_tile128.yaml", "h100", params=SMALL_GEMM, sms=2))
+    m = _m(run(ROOT / "workloads/gemm_tile128_sync.yaml", "h100", params=SMALL_GEMM, sms=2))
     assert 0 < m["sm__warps_active.avg.pct_of_peak_sustained_active"] <= m["sm__maximum_warps_per_active_cycle_pct"]
     assert m["sm__maximum_warps_per_active_cycle_pct"] == 37.5
 

@@ -15,7 +15,7 @@ from gpusim.workload.overrides import apply_launch_overrides, check_launch_overr
 from .conftest import ROOT, run_cli
 from .test_hostile_trace import VALID, write
 
-GEMM = ROOT / "workloads" / "gemm_tile128.yaml"
+GEMM = ROOT / "workloads" / "gemm_tile128_sync.yaml"
 GEMM_SMALL = {"M": 512, "N": 512, "K": 256}
 FMA = ROOT / "workloads" / "microbench" / "fma_peak.yaml"
 VECADD = ROOT / "workloads" / "vecadd.yaml"

@@ -169,7 +169,7 @@ def test_l2_reuse_when_the_working_set_fits():
 
 
 def test_gemm_reports_hit_rates_and_bank_conflicts():
-    m = run(ROOT / "workloads/gemm_tile128.yaml", "h100", sms=4, params={"M": 256, "N": 256, "K": 256}).metrics
+    m = run(ROOT / "workloads/gemm_tile128_sync.yaml", "h100", sms=4, params={"M": 256, "N": 256, "K": 256}).metrics
     for key in ("l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct", "dram__bytes_read.sum",
                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"):
         assert key in m
@@ -202,7 +202,7 @@ def test_local_memory_is_interleaved_by_lane(tmp_path):
 @pytest.mark.parametrize("workload, arch, params, sms", [
     ("workloads/vecadd.yaml", "t4", {}, 4),  # writes back
     ("workloads/microbench/stream.yaml", "h100", {}, 8),  # writes back, and ends dirty
-    ("workloads/gemm_tile128.yaml", "h100", {"M": 512, "N": 512, "K": 512}, 8),  # reads, many merges in flight
+    ("workloads/gemm_tile128_sync.yaml", "h100", {"M": 512, "N": 512, "K": 512}, 8),  # reads, many merges in flight
 ])
 def test_a_shadow_l2_of_the_l2s_own_size_counts_exactly_its_dram_traffic(workload, arch, params, sms):
     """The shadow L2 a sampled run keeps (gpusim.sampling.reuse) sees every L2 access and updates its tags as the

@@ -175,7 +175,7 @@ def test_divergence_counts_by_hand():
 def test_a_grid_that_floors_warns_with_field_expression_and_values():
     """gemm_tile128 with M=500: grid[1] = M / 128 = 3.90625 is floored to 3 blocks, which cover 384 of the 500
     rows; the run warns (it does not fail) and names the field, the expression and the values."""
-    result = run(ROOT / "workloads/gemm_tile128.yaml", "a100", sms=2, params={"M": 500, "N": 128, "K": 32})
+    result = run(ROOT / "workloads/gemm_tile128_sync.yaml", "a100", sms=2, params={"M": 500, "N": 128, "K": 32})
     assert result.launch["grid"] == [1, 3, 1]
     floor = [w for w in result.warnings if "floored" in w]
     assert len(floor) == 1
@@ -186,7 +186,7 @@ def test_a_grid_that_floors_warns_with_field_expression_and_values():
 def test_floored_grid_is_printed_by_the_cli():
     for command in (("workload", "show"), ("run",)):
         extra = ("--arch", "a100", "--sms", "2") if command == ("run",) else ()
-        proc = run_cli(*command, "workloads/gemm_tile128.yaml", *extra, "--set", "M=500", "--set", "N=128",
+        proc = run_cli(*command, "workloads/gemm_tile128_sync.yaml", *extra, "--set", "M=500", "--set", "N=128",
                        "--set", "K=32")
         assert proc.returncode == 0, proc.stderr
         assert any(line.startswith("warning: ") and "launch.grid[1]" in line for line in proc.stderr.splitlines())

@@ -18,7 +18,7 @@ from gpusim import native
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = [  # small runs that reach every compiled module: memory hierarchy, barriers, divergence, ITS
-    ("workloads/gemm_tile128.yaml", "h100", ["--set", "M=256", "--set", "N=256", "--set", "K=256", "--sms", "2"]),
+    ("workloads/gemm_tile128_sync.yaml", "h100", ["--set", "M=256", "--set", "N=256", "--set", "K=256", "--sms", "2"]),
     # divergence: 64 blocks on 2 SMs (4 waves); reduction: 128 blocks on 2 SMs (8 waves of 8 resident blocks)
     ("workloads/microbench/divergence.yaml", "a100", ["--simt", "its", "--sms", "2", "--set", "n=16384"]),
     ("workloads/reduction.yaml", "v100", ["--sms", "2", "--scheduler", "two_level", "--set", "n=32768"]),

@@ -179,10 +179,10 @@ def test_a_sampled_run_shows_its_observed_reduced_run_and_says_so():
     """With sampling the rows are the observed reduced run's (they add up to less than the projected total),
     and the table's title says so."""
     params = dict(M=512, N=256, K=1024)
-    result, rows = observed(ROOT / "workloads/gemm_tile128.yaml", params=params, sample="on")
+    result, rows = observed(ROOT / "workloads/gemm_tile128_sync.yaml", params=params, sample="on")
     seen = result.sampling["observed_run"]
     assert seen["blocks"] >= 1 and 0 < sum(r["executions"] for r in rows) < result.metrics["smsp__inst_executed.sum"]
-    p = run_cli("run", "workloads/gemm_tile128.yaml", "--arch", "h100", "--per-inst", "--sample", "on", "--quiet",
+    p = run_cli("run", "workloads/gemm_tile128_sync.yaml", "--arch", "h100", "--per-inst", "--sample", "on", "--quiet",
                 *(f"--set={k}={v}" for k, v in params.items()))
     assert p.returncode == 0, p.stderr
     assert "the observed reduced run" in p.stdout and "projected" in p.stdout

@@ -299,7 +299,7 @@ def test_one_sm_reads_l2_no_faster_than_its_port(tmp_path):
 
 CACHE_SENSITIVE = """kernel: cache_sensitive
 description: each warp re-reads its own 12 KiB; 32 warps overflow the L1, 16 fit
-params: {ws: 12288, reps: 8, regs: 32}
+params: {ws: 12288, reps: 16, regs: 32}
 buffers:
   buf: {bytes: 2 * 16 * ws}
 launch: {grid: [2], block: [512], registers_per_thread: regs}
@@ -351,6 +351,7 @@ def test_fewer_sms_get_their_share_of_dram():
 # --- every shipped workload on every arch ------------------------------------------------------------------
 SMALL = {
     "gemm_tile128.yaml": {"M": 256, "N": 256, "K": 256},
+    "gemm_tile128_sync.yaml": {"M": 256, "N": 256, "K": 256},
     "gemm_multistage.yaml": {"M": 256, "N": 256, "K": 256},
     "gemm_hopper_ws.yaml": {"M": 256, "N": 256, "K": 256},
     "gemm_blackwell_umma.yaml": {"M": 256, "N": 512, "K": 512},

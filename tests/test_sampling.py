@@ -19,7 +19,7 @@ from gpusim.workload import kernel_mix, load_workload
 
 from .conftest import ROOT, run_cli
 
-GEMM = ROOT / "workloads/gemm_tile128.yaml"
+GEMM = ROOT / "workloads/gemm_tile128_sync.yaml"
 VECADD = ROOT / "workloads/vecadd.yaml"
 MULTISTAGE = ROOT / "workloads/gemm_multistage.yaml"
 SMALL_GEMM = dict(M=512, N=256, K=1024)  # 8 blocks, a K loop of 32 trips

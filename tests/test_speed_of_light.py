@@ -27,16 +27,19 @@ def test_a_copy_is_memory_bound_at_the_dram():
 
 @pytest.mark.parametrize("arch", ["a100", "h100"])
 def test_an_mma_loop_is_tensor_bound(arch):
-    """mma.sync at its measured rate: the whole dense peak on A100, about 70% of it on Hopper (whose peak is
-    wgmma's; the H200 measured 2,729 FLOP/clk/SM for mma.sync, see validation/)."""
+    """mma.sync at its measured rate keeps the tensor pipe busy on both; in FLOP that is the whole dense peak on
+    A100 and about 2/3 of it on Hopper (whose peak is wgmma's; the H200 measured 2,729 FLOP/clk/SM for mma.sync,
+    see validation/)."""
     m = run(ROOT / "workloads/microbench/hmma_peak.yaml", arch, sms=2).metrics
-    assert m["sm__throughput.avg.pct_of_peak_sustained_elapsed"] == \
-        m["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] >= 60
-    assert m["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] <= 100.01
+    pipe = m["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"]
+    flop = m["gpusim__tensor_flop.avg.pct_of_peak_sustained_elapsed"]
+    assert m["sm__throughput.avg.pct_of_peak_sustained_elapsed"] == pipe >= 80
+    assert pipe <= 100.01
+    assert flop == pytest.approx(pipe, rel=0.02) if arch == "a100" else 0.55 * pipe < flop < 0.8 * pipe
 
 
 def test_a_sampled_run_recomputes_them_from_its_projected_counts():
-    r = run(ROOT / "workloads/gemm_tile128.yaml", "h100", params=dict(M=512, N=256, K=1024), sample="on")
+    r = run(ROOT / "workloads/gemm_tile128_sync.yaml", "h100", params=dict(M=512, N=256, K=1024), sample="on")
     m = r.metrics
     cycles = m["gpu_sim_cycle"]
     expected = 100 * m["smsp__inst_executed.sum"] / cycles / (m["launch__sm_count"] * 4)

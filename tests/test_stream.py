@@ -68,7 +68,7 @@ def test_addresses_match_hand_computed_lanes():
     """gemm A-tile load of block (x=1, y=2), warp 3, lane 5, repeat 1, K step 0 (M = N = K = 1024):
     tid = 3*32 + 5 = 101, chunk = 101 + 256 = 357, row = 357 // 4 = 89, 16-byte column = 357 % 4 = 1:
     A + ((2*128 + 89) * 1024 + 0*32 + 1*8) * 2."""
-    k = load_workload(ROOT / "workloads/gemm_tile128.yaml", {"M": 1024, "N": 1024, "K": 1024})
+    k = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml", {"M": 1024, "N": 1024, "K": 1024})
     block = 2 * 8 + 1
     first_ldg = [i for i in itertools.islice(warp_stream(k, block, 3), 10) if i.op == "LDG.E.128"]
     base = k.buffers["A"].base
@@ -79,7 +79,7 @@ def test_addresses_match_hand_computed_lanes():
 
 def test_swizzled_shared_tiles_are_a_permutation():
     """The gemm STS.128 swizzle writes each 16-byte chunk of a stage exactly once across the block."""
-    k = load_workload(ROOT / "workloads/gemm_tile128.yaml", {"M": 128, "N": 128, "K": 32})
+    k = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml", {"M": 128, "N": 128, "K": 32})
     seen = Counter()
     for w in range(8):
         for inst in warp_stream(k, 0, w):
@@ -116,7 +116,7 @@ def test_streams_are_lazy_and_memory_stays_flat(tmp_path):
 
 
 SMALL = {
-    "gemm_tile128": {"M": 256, "N": 256, "K": 128}, "vecadd": {"n": 3000}, "reduction": {"n": 2048},
+    "gemm_tile128": {"M": 256, "N": 256, "K": 128}, "gemm_tile128_sync": {"M": 256, "N": 256, "K": 128}, "vecadd": {"n": 3000}, "reduction": {"n": 2048},
     "attention_naive": {"seq": 128, "heads": 1}, "flash_attention": {"seq": 128, "heads": 1},
     "kv_decode": {"batch": 1, "heads_kv": 2, "seq": 64, "splits": 2},
     "kv_decode_naive": {"batch": 1, "heads_kv": 2, "seq": 64}, "microbench/fma_chain": {"n": 100},
@@ -232,7 +232,7 @@ def test_shared_block_walker_yields_what_each_warp_walks_alone(name):
 def test_block_invariant_addresses_are_computed_once_per_kernel():
     """Shared-memory tile addresses read no per-block name: every block after the first reuses them; global
     addresses read block.x / block.y and are never cached."""
-    kernel = load_workload(ROOT / "workloads/gemm_tile128.yaml", {"M": 256, "N": 256, "K": 64})
+    kernel = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml", {"M": 256, "N": 256, "K": 64})
     streams = BlockStreams(kernel)
     first, second = ([list(streams(block, w)) for w in range(kernel.launch.warps_per_block)] for block in (0, 1))
     cached = {key[0] for key in kernel.address_cache}
@@ -254,7 +254,7 @@ def _instr_nodes(program):
 
 
 def test_shared_block_walker_is_used_where_it_can_be(tmp_path):
-    uniform = load_workload(ROOT / "workloads/gemm_tile128.yaml", {"M": 256, "N": 256, "K": 64})
+    uniform = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml", {"M": 256, "N": 256, "K": 64})
     assert BlockStreams(uniform).shared
     per_warp = _kernel(tmp_path, '  - if: "warp == 1"\n    then: [{op: FMUL, dst: v}]\n', block=64)
     assert not BlockStreams(per_warp).shared  # warps take different paths: each walks alone

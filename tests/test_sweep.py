@@ -30,7 +30,7 @@ from gpusim.sweep import (DEFAULT_METRICS, ERROR, LIMITER, OCCUPANCY, WALL, evol
 
 ROOT = Path(__file__).resolve().parents[1]
 FMA = ROOT / "workloads" / "microbench" / "fma_peak.yaml"
-GEMM = ROOT / "workloads" / "gemm_tile128.yaml"
+GEMM = ROOT / "workloads" / "gemm_tile128_sync.yaml"
 SMALL_FMA = ["--set", "blocks=8", "--set", "iters=8", "--sms", "2"]
 SMALL_GEMM = ["--set", "M=512", "--set", "N=512", "--set", "K=256", "--sms", "2"]
 HAS_LAUNCH_OVERRIDES = "regs" in __import__("inspect").signature(gpusim.run).parameters

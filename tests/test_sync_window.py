@@ -20,7 +20,7 @@ from .test_hostile_workload_cli import _cli
 from .test_physics import ARCHS, CHAIN, check_shipped_workloads
 
 REPO = Path(__file__).resolve().parents[1]
-GEMM = REPO / "workloads" / "gemm_tile128.yaml"
+GEMM = REPO / "workloads" / "gemm_tile128_sync.yaml"
 SMALL_GEMM = {"M": 512, "N": 1024, "K": 256}  # 32 blocks on 32 SMs
 
 

@@ -10,7 +10,7 @@ from gpusim.workload import WorkloadError, kernel_mix, load_workload
 from .conftest import ROOT, run_cli
 
 SHIPPED = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workloads").rglob("*.yaml"))
-PROMISED = ["gemm_tile128", "gemm_multistage", "gemm_hopper_ws", "gemm_blackwell_umma", "flash_attention3", "vecadd", "reduction", "attention_naive", "flash_attention", "kv_decode", "kv_decode_naive",
+PROMISED = ["gemm_tile128", "gemm_tile128_sync", "gemm_multistage", "gemm_hopper_ws", "gemm_blackwell_umma", "flash_attention3", "vecadd", "reduction", "attention_naive", "flash_attention", "kv_decode", "kv_decode_naive",
             "microbench/fma_chain", "microbench/fma_peak", "microbench/hmma_peak", "microbench/divergence",
             "microbench/smem_stride", "microbench/pointer_chase", "microbench/stream", "microbench/coalescing",
             "microbench/latency_hiding", "microbench/occupancy_sweep"]
@@ -37,7 +37,7 @@ def test_workload_show_cli(path):
 
 
 def test_gemm_show_table_mix_and_size():
-    proc = run_cli("workload", "show", "workloads/gemm_tile128.yaml")
+    proc = run_cli("workload", "show", "workloads/gemm_tile128_sync.yaml")
     assert proc.returncode == 0, proc.stderr
     assert "60,981,248 warp-instructions" in proc.stdout  # 8192 warps x 7444 (see test below)
     assert "137.44 GFLOP on tensor cores" in proc.stdout  # 2 * 4096^3
@@ -47,7 +47,7 @@ def test_gemm_show_table_mix_and_size():
 def test_gemm_counts_by_hand():
     """Per warp and K step: 4 LDG + 4 STS + 2 BAR + 2 x (6 LDS + 16 HMMA) + 3 int + 1 BRA = 58; 128 steps,
     plus 3 set-up, 16 STG and EXIT: 7444 warp-instructions per warp."""
-    kernel = load_workload(ROOT / "workloads/gemm_tile128.yaml")
+    kernel = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml")
     mix = kernel_mix(kernel)
     warps = 32 * 32 * 8
     assert mix.total_warp_insts == warps * (128 * 58 + 3 + 16 + 1)
@@ -58,12 +58,12 @@ def test_gemm_counts_by_hand():
 
 
 def test_overrides_change_the_launch():
-    kernel = load_workload(ROOT / "workloads/gemm_tile128.yaml", {"M": 2048, "N": 1024})
+    kernel = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml", {"M": 2048, "N": 1024})
     assert kernel.launch.grid == (8, 16, 1) and kernel.params["M"] == 2048
 
 
 def test_seed_launch_numbers_for_gemm():
-    launch = load_workload(ROOT / "workloads/gemm_tile128.yaml").launch
+    launch = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml").launch
     assert (launch.threads_per_block, launch.registers_per_thread, launch.smem_per_block) == (256, 48, 64 * 1024)
 
 
@@ -154,12 +154,12 @@ def test_runtime_address_errors_name_file_and_line(tmp_path):
 
 def test_unknown_override_lists_the_parameters():
     with pytest.raises(WorkloadError, match=r"--set Q: unknown parameter \(this workload has: BK, K, M, N, STAGES, regs\)"):
-        load_workload(ROOT / "workloads/gemm_tile128.yaml", {"Q": 1})
+        load_workload(ROOT / "workloads/gemm_tile128_sync.yaml", {"Q": 1})
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["workload", "show", "workloads/gemm_tile128.yaml", "--set", "M"], "expected NAME=VALUE"),
-    (["workload", "show", "workloads/gemm_tile128.yaml", "--set", "M=abc"], "expected a number"),
+    (["workload", "show", "workloads/gemm_tile128_sync.yaml", "--set", "M"], "expected NAME=VALUE"),
+    (["workload", "show", "workloads/gemm_tile128_sync.yaml", "--set", "M=abc"], "expected a number"),
     (["workload", "show", "workloads/nope.yaml"], "cannot read"),
 ])
 def test_cli_bad_workload_input_is_one_line(args, expected):

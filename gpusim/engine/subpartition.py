@@ -234,6 +234,7 @@ class SubPartition:
         if timing.tensor_flops:
             counters.tensor_flops += timing.tensor_flops
             counters.tensor_pipe_flops += timing.tensor_pipe_flops
+            counters.tensor_pipe_cycles += timing.tensor_pipe_cycles
         pipeline_insts = counters.pipeline_insts  # (an item += would add boxed ints generically, compiled)
         pipeline_insts[timing.pipeline_index] = pipeline_insts[timing.pipeline_index] + 1
         lrr = self.lrr

@@ -45,7 +45,7 @@ class OpTiming:
 
     __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "board_code", "throttle", "is_memory",
                  "is_branch", "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops",
-                 "tensor_pipe_flops", "async_kind", "commits", "chains", "refused")
+                 "tensor_pipe_flops", "tensor_pipe_cycles", "async_kind", "commits", "chains", "refused")
 
     def __init__(self, pipe: str | None, interval: int, latency: int, board: str, throttle: str, is_memory: bool,
                  is_branch: bool, is_barrier: bool, pipeline: str, drains: bool):
@@ -65,8 +65,12 @@ class OpTiming:
         self.fp32_flops = 0  # FP32 FLOP per active thread (FFMA 2, FADD / FMUL 1)
         self.tensor_flops = 0  # tensor FLOP per warp-instruction
         # the same work in FP16 FLOP at the FP16 rate (FP8 on an H100: half its FLOP; TF32: twice): the share of
-        # the tensor pipe's capacity it takes, whatever its precision (sm__pipe_tensor_cycles_active's measure)
+        # the tensor pipe's capacity it takes, whatever its precision (gpusim__tensor_flop's percent of the dense peak)
         self.tensor_pipe_flops = 0
+        # sub-partition cycles the instruction holds the tensor pipe (sm__pipe_tensor_cycles_active counts them):
+        # its interval, which the opcode's own rate sets (an H100's mma.sync takes 1.5 times its FLOP's share of
+        # the dense peak)
+        self.tensor_pipe_cycles = 0.0
         self.async_kind = ""  # gpusim.workload.opcodes.async_kind: what gpusim.engine.asynchrony does with it
         self.commits = False  # a warpgroup MMA that closes its wgmma group (.GSB0)
         self.chains = False  # a warpgroup MMA: the tensor core orders the writes to its accumulators itself
@@ -138,6 +142,7 @@ class TimingTable:
             timing = make(None, 1, p.tensor.latency, NONE, MATH_THROTTLE)  # tensor_memory runs it on the SM's tensor core
             timing.tensor_flops = info.mma_flops or HMMA_16816_FLOPS
             timing.tensor_pipe_flops = fp16_equivalent(timing.tensor_flops, self.precision_scale(info.opcode))
+            timing.tensor_pipe_cycles = timing.tensor_pipe_flops / p.tensor.dense_fp16_flops_per_clock  # the dense rate
             return timing
         if info.base in ("LDTM", "STTM") and p.tensor.tensor_memory is not None:  # the warp's tensor-memory chunk,
             memory = p.tensor.tensor_memory  # not the MIO (gpusim.engine.tensor_memory queues them)
@@ -155,6 +160,7 @@ class TimingTable:
             timing = make(TENSOR, interval, latency, WAIT, MATH_THROTTLE)
             timing.tensor_flops = flops
             timing.tensor_pipe_flops = fp16_equivalent(flops, scale)
+            timing.tensor_pipe_cycles = float(interval)
             return timing
         if cls in (LDST_GLOBAL, LDST_LOCAL):
             return make("lsu_global", self._interval(p.ldst.lanes), mem.l1.hit_latency, LONG, LG_THROTTLE,

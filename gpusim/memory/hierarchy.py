@@ -202,7 +202,11 @@ class MemoryHierarchy:
         if info.base == "LDGSTS":  # cp.async: a load whose data is written to shared memory, not registers
             self.ldgsts_requests += 1
             self.ldgsts_sectors += sectors
-            return self._load(sm, first, by_line, sectors, now, allocate=".BYPASS" not in info.opcode)
+            # its pass through the data stage is the shared-memory write (taken as conflict-free, the layouts'
+            # swizzle): its bytes over the banks' width, however many global lines they came from
+            row = self.banks * self.bank_width
+            writes = -(-(inst.mask.bit_count() * info.width) // row)
+            return self._load(sm, first, by_line, sectors, now, ".BYPASS" not in info.opcode, writes)
         return self._load(sm, first, by_line, sectors, now)
 
     def _data_stage(self, sm: int, wavefronts: int, now: int) -> int:
@@ -256,18 +260,20 @@ class MemoryHierarchy:
         return base_line, relative, count
 
     def _load(self, sm: int, first: int, by_line: tuple[tuple[int, int], ...], sectors: int, now: int,
-              allocate: bool = True) -> tuple[int, int]:
+              allocate: bool = True, wavefronts: int = 0) -> tuple[int, int]:
         """A global or local load (and cp.async's read: `allocate` False for LDGSTS.BYPASS, cp.async.cg, which
-        neither hits in nor fills the L1). `by_line`: the lines (relative to line `first`) and their sectors."""
+        neither hits in nor fills the L1). `by_line`: the lines (relative to line `first`) and their sectors;
+        `wavefronts`: its passes through the data stage (0: one per line, a load's)."""
         self.ld_requests += 1
         if not sectors:
             return now + self.l1_hit_latency, 0
         self.ld_sectors += sectors
         l1, mshr, count = self.l1[sm], self.mshr[sm], self.sector_count
         lines = len(by_line)
-        start = self._data_stage(sm, lines, now)  # one wavefront per line
-        busy = start + lines - now
-        ready, level = start + lines - 1 + self.l1_hit_latency, L1
+        passes = wavefronts if wavefronts else lines  # a load: one wavefront per line
+        start = self._data_stage(sm, passes, now)
+        busy = start + passes - now
+        ready, level = start + passes - 1 + self.l1_hit_latency, L1
         hits = merged = 0
         # an MSHR entry's fields (see self.mshr)
         ready_shift, level_shift, sectors_mask = self.mshr_ready_shift, self.mshr_level_shift, self.mshr_sectors

@@ -24,7 +24,7 @@ class Tally:
 class SMCounters:
     """What one SM did. Time-weighted quantities are integrals over cycles, updated when they change."""
 
-    __slots__ = ("tallies", "inst", "thread_inst", "fp32_flops", "tensor_flops", "tensor_pipe_flops", "pipeline_insts", "warps_resident", "warp_cycles", "active_cycles",
+    __slots__ = ("tallies", "inst", "thread_inst", "fp32_flops", "tensor_flops", "tensor_pipe_flops", "tensor_pipe_cycles", "pipeline_insts", "warps_resident", "warp_cycles", "active_cycles",
                  "last_change", "sp_resident", "sp_active_cycles", "sp_last_change", "blocks_done")
 
     def __init__(self, sub_partitions: int):
@@ -34,6 +34,7 @@ class SMCounters:
         self.fp32_flops = 0  # FP32 FLOP done (FFMA = 2 per active thread)
         self.tensor_flops = 0  # tensor-core FLOP done
         self.tensor_pipe_flops = 0  # the same as FP16 FLOP of equal tensor-pipe time (OpTiming.tensor_pipe_flops)
+        self.tensor_pipe_cycles = 0.0  # sub-partition cycles the tensor pipe was held (OpTiming.tensor_pipe_cycles)
         self.pipeline_insts = [0] * len(PIPELINE_CLASSES)  # issued, by PIPELINE_CLASSES index
         self.warps_resident = 0
         self.warp_cycles = 0  # integral of resident warps over time

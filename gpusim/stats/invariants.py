@@ -34,9 +34,19 @@ def throughputs(metrics: dict, spec) -> list[tuple[str, str, float, float, str]]
          m["smsp__inst_executed.sum"] / cycles, sms * sub, "warp-inst/clk"),
         ("FP32 throughput", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
          m.get("gpusim__fp32_flop.per_second", 0.0), fp32_peak, "FLOP/s"),
-        ("tensor throughput", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+        ("tensor throughput", "gpusim__tensor_flop.avg.pct_of_peak_sustained_elapsed",
          tensor, tensor_peak, "FP16-equivalent FLOP/s"),
     ]
+    if "gpusim__tensor_pipe_cycles.sum" in m:  # the cycles the tensor pipe was held (each MMA at its own rate)
+        rows.append(("tensor pipe cycles", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+                     m["gpusim__tensor_pipe_cycles.sum"] / cycles, sms * sub, "cycles/clk"))
+    # the narrow pipes: a warp-instruction takes 32 / lanes of their clocks (MUFU on the XU, integer on the ALU)
+    for label, name, pipe, lanes in (
+            ("SFU (XU) lane-operations", "sm__pipe_xu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+             "sm__inst_executed_pipe_xu.sum", spec.pipelines.sfu.lanes),
+            ("INT32 (ALU) lane-operations", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+             "sm__inst_executed_pipe_alu.sum", spec.pipelines.int32.lanes)):
+        rows.append((label, name, m.get(pipe, 0) * 32 / cycles, sms * sub * lanes, "lane-op/clk"))
     if "l1tex__data_pipe_lsu_wavefronts.sum" not in m:
         return rows  # a fixed-latency memory model: no hierarchy
     mem = spec.memory
@@ -64,6 +74,8 @@ def throughputs(metrics: dict, spec) -> list[tuple[str, str, float, float, str]]
 COMPUTE_UNITS = ("sm__inst_executed.avg.pct_of_peak_sustained_elapsed",
                  "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
                  "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+                 "sm__pipe_xu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+                 "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
                  "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed")
 MEMORY_UNITS = ("l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
                 "gpusim__l1_to_l2_bytes.avg.pct_of_peak_sustained_elapsed",

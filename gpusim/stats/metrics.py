@@ -32,6 +32,7 @@ def kernel_metrics(gpu, cycles: int) -> dict:
     fp32_flops = sum(c.fp32_flops for c in counters)
     tensor_flops = sum(c.tensor_flops for c in counters)
     tensor_pipe_flops = sum(c.tensor_pipe_flops for c in counters)
+    tensor_pipe_cycles = sum(c.tensor_pipe_cycles for c in counters)
     m = {
         "gpu_sim_cycle": cycles,
         "gpc__cycles_elapsed.max": cycles,
@@ -57,6 +58,7 @@ def kernel_metrics(gpu, cycles: int) -> dict:
         # the tensor work in FP16 FLOP of the same pipe time: what the tensor pipe's percent of peak is taken of
         "gpusim__tensor_pipe_fp16_equivalent_flop.sum": tensor_pipe_flops,
         "gpusim__tensor_pipe_fp16_equivalent_flop.per_second": _ratio(tensor_pipe_flops, seconds),
+        "gpusim__tensor_pipe_cycles.sum": round(tensor_pipe_cycles, 3),
         "launch__grid_size": gpu.kernel.launch.nblocks,
         "launch__cluster_size": gpu.kernel.launch.cluster_size,
         "gpusim__cluster_wait_cycles": gpu.dispatcher.cluster_wait_cycles,

@@ -31,7 +31,7 @@ def test_stream_generation(benchmark, name, params):
 
 
 def test_gemm_mix_counting(benchmark):
-    kernel = load_workload(ROOT / "workloads/gemm_tile128.yaml")
+    kernel = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml")
     mix = benchmark(kernel_mix, kernel)
     assert mix.total_warp_insts == 60_981_248
 
