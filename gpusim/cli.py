@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     archs.add_argument("--mig", action="store_true",
                        help="list the MIG profiles instead (SMs, memory, L2, DRAM bandwidth per slice); use one as "
                             "--arch ARCH:PROFILE, e.g. --arch h100:3g.40gb")
+    archs.add_argument("--assumed", action="store_true",
+                       help="list, per architecture, the fields whose values are assumed (no measured or datasheet "
+                            "source: the file's comment on the value marks it R) instead")
 
     occ = sub.add_parser("occupancy", help="theoretical occupancy of a launch, as CUDA's calculator computes it")
     occ.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`), a MIG slice of one "
@@ -298,6 +301,18 @@ def _cmd_archs(args) -> int:
 
     if args.fields and args.mig:
         raise GpusimError("gpusim archs: --fields and --mig are two different lists; give one")
+    if args.assumed:
+        if args.fields or args.mig:
+            raise GpusimError(f"gpusim archs: --assumed and {'--fields' if args.fields else '--mig'} are two "
+                              f"different lists; give one")
+        from .arch.provenance import assumed_by_arch
+
+        assumed = assumed_by_arch()
+        if args.json:
+            print(_json(assumed))
+        else:
+            _print_assumed(assumed)
+        return 0
     if args.mig:
         from .arch.mig import archs_without_mig, mig_rows
         from .report.archs import print_mig_table
@@ -314,6 +329,20 @@ def _cmd_archs(args) -> int:
     else:
         (print_field_table if args.fields else print_arch_table)(rows)
     return 0
+
+
+def _print_assumed(assumed: dict[str, list[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="assumed arch-file values (no measured or datasheet source; marked R in arch/NAME.yaml)",
+                  title_justify="left")
+    table.add_column("arch")
+    table.add_column("assumed", justify="right")
+    table.add_column("fields", overflow="fold")
+    for name, fields in assumed.items():
+        table.add_row(name, str(len(fields)), ", ".join(fields) or "-")
+    Console(width=140, highlight=False).print(table)
 
 
 def _cmd_occupancy(args) -> int:
