@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..arch.tensor import mma_precision
 from ..errors import GpusimError
 from ..workload.opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, MBARRIER_ARRIVE, MBARRIER_INIT,
                                 MBARRIER_WAIT, MMA, TMEM_ALLOC, TMEM_COPY, TMEM_FREE, TMEM_LOAD, TMEM_STORE,
@@ -194,6 +195,11 @@ def issue(sp: Any, warp: Any, inst: Any, timing: Any, now: int, done: int) -> in
     if kind == MMA:
         if not sp.warpgroups_checked:
             _check_warpgroups(sp)
+        operands_from = getattr(sp.memory, "shared_operands", None)
+        if operands_from is not None:  # its operands in shared memory pass through the SM's data stage
+            read = operands_from(sp.sm_index, warpgroup_operand_bytes(inst), now) + timing.latency - timing.interval
+            if read > done:
+                done = read
         state = _state(warp)
         if done > state.mma_open:
             state.mma_open = done
@@ -293,6 +299,19 @@ def _wait_phase(sp: Any, warp: Any, name: str) -> int:
     barriers.parked += 1
     check_stuck(warp)
     return PARKED
+
+
+def warpgroup_operand_bytes(inst: Any) -> int:
+    """The shared-memory bytes one warp's quarter of a warpgroup MMA reads: B (N x K) always, A (M x K) unless it
+    comes from registers (the instruction names source registers: wgmma's RS form), at the input precision."""
+    info = inst.info
+    shape = next((m for m in info.opcode.split(".")[1:] if "X" in m and m.replace("X", "").isdigit()), None)
+    if shape is None:
+        return 0
+    m, n, k = (int(x) for x in shape.split("X"))
+    width = {"fp8": 1, "int8": 1, "tf32": 4}.get(mma_precision(info.opcode) or "fp16", 2)
+    elements = n * k + (0 if inst.src else m * k)
+    return elements * width // WARPS_PER_WARPGROUP
 
 
 def _bulk_copy(sp: Any, warp: Any, inst: Any, now: int) -> None:

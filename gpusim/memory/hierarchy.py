@@ -157,6 +157,7 @@ class MemoryHierarchy:
         self.shadow_read = 0
         self.shadow_write = 0
         self.smem_wavefronts = 0
+        self.async_wavefronts = 0  # data-stage passes of bulk copies' shared-memory writes and wgmma operand reads
         self.smem_conflicts_ld = 0
         self.smem_conflicts_st = 0
         self.smem_requests = 0
@@ -218,6 +219,13 @@ class MemoryHierarchy:
         self.data_free[sm] = start + wavefronts
         self.data_wavefronts += wavefronts
         return start
+
+    def shared_operands(self, sm: int, nbytes: int, now: int) -> int:
+        """A warpgroup MMA's operands read from the SM's shared memory: `nbytes` through its L1TEX data stage,
+        beside the warps' own accesses; the cycle the last of them has passed."""
+        passes = -(-nbytes // (self.banks * self.bank_width))
+        self.async_wavefronts += passes
+        return self._data_stage(sm, passes, now) + passes
 
     def _port(self, sm: int, nbytes: int, now: int, counted: bool = True) -> int:
         """Queue `nbytes` on the SM's port to L2; return the cycle the request leaves (the queueing it met).
@@ -418,15 +426,22 @@ class MemoryHierarchy:
                   to: list[int] | None = None) -> int:
         """A TMA / bulk copy of `rows` rows of `row_bytes` from global memory, `pitch` bytes apart, into shared
         memory; the cycle it is complete. The copy engine reads from L2 through the SM's port, neither using nor
-        filling the L1 and its MSHRs; its shared-memory writes are not queued on the L1TEX data stage (they land
-        over the copy's duration, beside the warps' own traffic). `to`: a multicast copy's SMs (each block of
-        the cluster it lands in): L2 is read once, every one of their ports carries the bytes."""
+        filling the L1 and its MSHRs; its shared-memory writes pass through each receiving SM's L1TEX data stage
+        (bytes over the banks' width, queued when the copy is issued, beside the warps' own traffic). `to`: a
+        multicast copy's SMs (each block of the cluster it lands in): L2 is read once, every one of their ports
+        carries the bytes."""
         self.bulk_copies += 1
         self.bulk_bytes += rows * row_bytes
         ports = [sm] if to is None else to
         self.bulk_multicast_bytes += (len(ports) - 1) * rows * row_bytes
         count, sector, per_line = self.sector_count, self.sector, self.sectors_per_line
         done = now + self.l2_hit_latency
+        passes = -(-(rows * row_bytes) // (self.banks * self.bank_width))
+        for target in ports:
+            self.async_wavefronts += passes
+            written = self._data_stage(target, passes, now) + passes
+            if written > done:
+                done = written
         for row in range(rows):
             start = base + row * pitch
             first, last = start // sector, (start + row_bytes - 1) // sector
@@ -699,6 +714,7 @@ class MemoryHierarchy:
             "gpusim__l2_capacity_bytes": sum(cache.capacity_bytes for cache in self.l2),
             **self._shadow_metrics(),
             "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": self.smem_wavefronts,
+            "gpusim__l1tex_data_wavefronts_async": self.async_wavefronts,
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum": conflicts,
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": self.smem_conflicts_ld,
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": self.smem_conflicts_st,

@@ -131,6 +131,8 @@ METRICS: dict[str, Metric] = _declare(
     ("gpusim__l2_dirty_bytes_at_end", "bytes", "count", "bytes still dirty in the L2 at the end (not written back)"),
     ("gpusim__l2_capacity_bytes", "bytes", "steady", "the L2's capacity (the run's share of it)"),
     ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "wavefronts", "count", "shared-memory wavefronts"),
+    ("gpusim__l1tex_data_wavefronts_async", "wavefronts", "count",
+     "L1TEX data-stage passes of bulk (TMA) copies' shared-memory writes and warpgroup MMAs' shared-memory operands"),
     ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "wavefronts", "count", "shared-memory bank conflicts"),
     ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "wavefronts", "count", "bank conflicts of loads"),
     ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "wavefronts", "count", "bank conflicts of stores"),

@@ -84,6 +84,28 @@ MEMORY_UNITS = ("l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elaps
                 "gpusim__sm_to_sm_bytes.avg.pct_of_peak_sustained_elapsed")
 
 
+# the units a workload's `bound:` may name, and the percent of peak that measures each
+UNIT_METRICS = {
+    "tensor": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "fma": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "xu": "sm__pipe_xu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "alu": "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "issue": "sm__inst_executed.avg.pct_of_peak_sustained_elapsed",
+    "l1tex": "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
+    "sm-to-l2": "gpusim__l1_to_l2_bytes.avg.pct_of_peak_sustained_elapsed",
+    "l2": "lts__t_sectors.avg.pct_of_peak_sustained_elapsed",
+    "dram": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+}
+BOUND_FLOOR = 60.0  # percent: a unit this busy (or more) bounds the kernel; below it on every unit, latency does
+
+
+def busiest_unit(metrics: dict) -> tuple[str, float]:
+    """(the busiest unit's name in UNIT_METRICS, its percent of peak), or ("latency", that percent) when no unit
+    reaches BOUND_FLOOR."""
+    name, pct = max(((n, metrics.get(k, 0.0)) for n, k in UNIT_METRICS.items()), key=lambda item: item[1])
+    return (name if pct >= BOUND_FLOOR else "latency"), pct
+
+
 def speed_of_light(metrics: dict, spec) -> dict:
     """Nsight Compute's Speed Of Light section: each unit's percent of its peak in the run's cycles (the DRAM
     peak is the arch's achievable one: datasheet x read efficiency), compute and memory throughput (the busiest

@@ -26,7 +26,10 @@ WARP_IN_BLOCK = {"tid", "tid.x", "tid.y", "tid.z", "warp"}
 PER_BLOCK = {"block.x", "block.y", "block.z", "blockid", "gtid"}
 BUILTIN_NAMES = BLOCK_INVARIANT | WARP_IN_BLOCK | PER_BLOCK
 
-TOP_KEYS = {"kernel", "description", "params", "buffers", "launch", "program"}
+TOP_KEYS = {"kernel", "description", "bound", "params", "buffers", "launch", "program"}
+# `bound:` names, per arch, the unit that limits the kernel at its default size (Nsight Compute's speed of light:
+# gpusim.stats.invariants.UNIT_METRICS says which percent of peak each name is); `latency`: no unit is busy
+BOUND_UNITS = ("tensor", "fma", "xu", "alu", "issue", "l1tex", "sm-to-l2", "l2", "dram", "latency")
 LAUNCH_KEYS = {"grid", "block", "registers_per_thread", "shared_memory_bytes", "dynamic_shared_memory_bytes",
                "cluster"}
 BUFFER_KEYS = {"space", "bytes"}
@@ -94,6 +97,7 @@ class Kernel:
     control_names: frozenset[str]
     control_uses_rand: bool
     seed: int = 0  # mixed into every rand(): --seed
+    bound: dict = attrs.field(factory=dict, eq=False)  # arch -> the unit that limits it at its default size
     warnings: tuple[str, ...] = ()  # one line each, found while loading (a launch dimension that floors)
     # memory space -> (sorted bases, ends, names): where an access may fall (see address_ranges())
     address_ranges: dict = attrs.field(factory=dict, eq=False, repr=False)
@@ -357,6 +361,21 @@ class _Loader:
             self.note_uses(f"launch.{key}", raw[key], params)
         return launch
 
+    def bound(self, data) -> dict:
+        """`bound: {ARCH: UNIT, ...}`: the unit each arch is limited by at the default size (one of BOUND_UNITS)."""
+        raw = data.get("bound")
+        if raw is None:
+            return {}
+        line = getattr(raw, "line", data.line)
+        if not isinstance(raw, dict) or not raw:
+            self.fail(line, f"bound: expected a mapping of arch names to units ({', '.join(BOUND_UNITS)}), "
+                            f"got {shorten(raw)}")
+        for arch, unit in raw.items():
+            if not isinstance(arch, str) or not _NAME.match(arch) or unit not in BOUND_UNITS:
+                self.fail(line, f"bound: {shorten(arch)}: {shorten(unit)}: expected an arch name and one of "
+                                f"{', '.join(BOUND_UNITS)}")
+        return {str(a): str(u) for a, u in raw.items()}
+
     def load(self, overrides: dict, seed: int = 0) -> Kernel:
         data = load_yaml_with_lines(self.path)
         data = self.mapping(data, 1, "workload file", TOP_KEYS)
@@ -366,6 +385,7 @@ class _Loader:
         description = data.get("description", "")
         if not isinstance(description, str):
             self.fail(data.line, f"description: expected text, got {shorten(description)}")
+        bound = self.bound(data)
         params = self.params(data, overrides)
         buffers = self.buffers(data, params)
         launch = self.launch(data, params, buffers)
@@ -382,7 +402,7 @@ class _Loader:
             self.fail(data.line, "program is empty")
         names, uses_rand = control_names(program)
         return Kernel(name=name, description=description.strip(), source=self.source,
-                      params=params, launch=launch, buffers=buffers, program=program, exit_pc=compiler.pc,
+                      params=params, launch=launch, buffers=buffers, program=program, exit_pc=compiler.pc, bound=bound,
                       control_names=names, control_uses_rand=uses_rand, seed=seed, warnings=tuple(self.warnings),
                       address_ranges=address_ranges(buffers, launch), param_uses=dict(self.param_uses))
 
@@ -394,4 +414,4 @@ def load_workload(path: str | Path, overrides: dict | None = None, seed: int = 0
         return _Loader(Path(path)).load(overrides or {}, seed)
 
 
-__all__ = ["Buffer", "Kernel", "Launch", "PC_STEP", "load_workload", "parse_overrides"]
+__all__ = ["BOUND_UNITS", "Buffer", "Kernel", "Launch", "PC_STEP", "load_workload", "parse_overrides"]
