@@ -44,7 +44,6 @@ ROWS = [  # (label, workload, params, the archs it runs on)
     ("gemm_hopper_ws 8192^3", "workloads/gemm_hopper_ws.yaml", GEMM8K, ("h100",)),
     ("gemm_blackwell_umma 4096^3", "workloads/gemm_blackwell_umma.yaml", {"M": 4096, "N": 4096, "K": 4096}, ("b200",)),
     ("gemm_blackwell_umma 8192^3", "workloads/gemm_blackwell_umma.yaml", GEMM8K, ("b200",)),
-    ("gemm_tile128 8192^3", "workloads/gemm_tile128.yaml", GEMM8K, ("h100",)),
     ("flash_attention3 b1 h8 s4096", "workloads/flash_attention3.yaml", {"batch": 1, "heads": 8, "seq": 4096},
      ("h100",)),
     ("flash_attention3 b1 h4 s8192", "workloads/flash_attention3.yaml", {"batch": 1, "heads": 4, "seq": 8192},
