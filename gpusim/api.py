@@ -33,7 +33,8 @@ from .sampling.plan import check_sample_trips  # (run's and sweep's check of --s
 from .sampling import parallel
 from .sampling.project import mib
 from .sampling.reuse import reuse_estimate, shadow_capacity
-from .sampling.runner import INSTRUCTION_CHECK, pilot_point, point_key, point_kernel, project, ramp_only
+from .sampling.runner import (INSTRUCTION_CHECK, pilot_point, point_key, point_kernel, project, ramp_only,
+                              trips_spread)
 from .sampling.warm import warm_plan
 from .trace.mix import trace_mix
 from .workload.program import program_infos
@@ -524,13 +525,19 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         return interrupt is not None and bool(interrupt())
 
     try:
-        pilot_run = None
+        pilot_run = short_run = None
         first = -1  # a point run in this process before the others: a trips plan's check run (it sizes the shadow)
         if pilot is not None:  # in this process, before the others: they need its cycles
             pilot_run = reduced(pilot, report_in_turn, interrupt)
             if pilot_run.partial:
                 raise parallel.RunsInterrupted
             stagger = int(pilot_run.metrics["gpu_sim_cycle"])
+            if pilot.trips and pilot.trips > 1:  # the pilot's trips alone, without its fixed start and end
+                short_pilot = attrs.evolve(pilot, trips=1)
+                short_run = reduced(short_pilot, None, interrupt)
+                if short_run.partial:
+                    raise parallel.RunsInterrupted
+                stagger = trips_spread(stagger, short_run.metrics["gpu_sim_cycle"], pilot.trips)
             l2 = _shadow_for_runs(plan, pilot, pilot_run.metrics, points, "the pilot run")
             base[:] = pilot.blocks, pilot_run.metrics["smsp__inst_executed.sum"]
         elif plan.trips_over_waves:  # no pilot, but waves that may share data
@@ -646,6 +653,10 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
                                "warp_instructions": pilot_run.metrics.get("smsp__inst_executed.sum")}
         record["stagger_cycles"] = stagger
         record["simulated_warp_instructions"] += pilot_run.metrics.get("smsp__inst_executed.sum", 0)
+        if short_run is not None:
+            record["pilot_run"]["one_trip_cycles"] = short_run.metrics.get("gpu_sim_cycle")
+            record["pilot_run"]["one_trip_warp_instructions"] = short_run.metrics.get("smsp__inst_executed.sum")
+            record["simulated_warp_instructions"] += short_run.metrics.get("smsp__inst_executed.sum", 0)
     if dropped:  # runs of a shorter plan that the longer one does not use: simulated, so counted, and named
         record["dropped_runs"] = [{"blocks": p.blocks, "trips": p.trips, "full_waves_before_tail": p.waves,
                                    "cycles": r.metrics.get("gpu_sim_cycle"),

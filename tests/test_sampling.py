@@ -46,7 +46,7 @@ def sampled_small_gemm():
 def test_the_hot_loop_is_the_longest_constant_top_level_loop():
     kernel = load_workload(GEMM, SMALL_GEMM)
     loops, trips = hot_loops(kernel)
-    assert trips == 32 and [loop.line for loop in loops] == [37]
+    assert trips == 32 and [loop.line for loop in loops] == [42]
     shorter = with_trips(kernel, loops, 4)
     full, four = kernel_mix(kernel), kernel_mix(shorter)
     per_trip = (full.total_warp_insts - four.total_warp_insts) / 28
@@ -386,16 +386,21 @@ def test_staggered_start_spreads_the_first_blocks_and_later_ones_start_on_retire
 
 
 def test_a_plan_sampling_waves_and_trips_is_staggered_by_its_pilot_run():
-    """Waves sampled with loop trips: a pilot run (the tail alone at STAGGER_TRIPS trips) comes first and its
-    cycles are the spread the other runs start their first blocks over; the record names both."""
+    """Waves sampled with loop trips: pilot runs (the tail alone at STAGGER_TRIPS trips and at one) come first and
+    the cycles of the pilot's trips (without its fixed start and end) are the spread the other runs start their
+    first blocks over; the record names them."""
+    from gpusim.sampling.runner import trips_spread
+
     result = run(GEMM, "h100", params=dict(M=1024, N=512, K=1024), sms=4, sample="on")
     sampling = result.sampling
-    assert sampling["method"] == "loop trips and waves" and "pilot run" in sampling["detail"]
+    assert sampling["method"] == "loop trips and waves" and "pilot runs" in sampling["detail"]
     pilot = sampling["pilot_run"]
     assert pilot["blocks"] == sampling["tail_blocks"] and pilot["trips"] == 2
-    assert sampling["stagger_cycles"] == pilot["cycles"] > 0
+    assert 0 < pilot["one_trip_cycles"] < pilot["cycles"]
+    assert 0 < sampling["stagger_cycles"] == trips_spread(pilot["cycles"], pilot["one_trip_cycles"], 2) < pilot["cycles"]
     runs = sum(r["warp_instructions"] for r in sampling["simulated_runs"])
-    assert sampling["simulated_warp_instructions"] == runs + pilot["warp_instructions"]
+    assert sampling["simulated_warp_instructions"] == (runs + pilot["warp_instructions"]
+                                                       + pilot["one_trip_warp_instructions"])
     assert "l2_reuse_between_waves" not in sampling  # 2.3 MB between a wave's reuses, in a 50 MB L2
 
 
@@ -516,8 +521,11 @@ def test_auto_keeps_an_unsettled_projection_when_a_full_run_would_take_too_long(
     import gpusim.api as api
     import gpusim.sampling.plan as plan
 
+    import gpusim.sampling.runner as runner
+
     monkeypatch.setattr(plan, "AUTO_THRESHOLD", 1000)
-    params = dict(M=1024, N=512, K=512)  # 32 blocks on 4 SMs: waves and trips; not settled (estimate above 5%)
+    monkeypatch.setattr(runner, "SETTLED", 0.001)  # a steady state this kernel's short runs do not reach
+    params = dict(M=1024, N=512, K=512)  # 32 blocks on 4 SMs: waves and trips
     kept = None
     monkeypatch.setattr(api, "FALLBACK_SECONDS", 0)
     kept = run(GEMM, "h100", params=params, sms=4, sample="auto")
@@ -756,18 +764,23 @@ def test_ramp_only_names_the_shorter_run_that_never_held_its_launch_at_once():
         "its launch started (6,992): it never held them at once")
 
 
-def test_a_staggered_plan_whose_short_runs_are_all_ramp_runs_its_loop_longer():
+def test_a_staggered_plan_whose_short_runs_are_all_ramp_runs_its_loop_longer(monkeypatch):
     """gemm_multistage on 32 SMs: its runs' first blocks start spread over more cycles than 4 of its trips take, so
     the runs at 4 trips never hold their launch's blocks at once; the plan goes on to 8 and 16 trips, reusing the
     runs at 4 and 8, and projects what --sample-trips 16 projects (the same runs); the runs it no longer uses are
     named and counted. Asked for trips (--sample-trips 8), it keeps them."""
+    import gpusim.api as api
+
+    # the pilot's whole cycles as the spread (its fixed start and end with its trips): more than 4 trips take
+    monkeypatch.setattr(api, "trips_spread", lambda pilot_cycles, one_trip_cycles, trips: pilot_cycles)
     extended = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample="on")
     sampling = extended.sampling
     assert "at 4, 8 and 16 trips (from 2, 4 and 8: the run of 64 blocks at 4 trips" in sampling["detail"]
     assert sorted({r["trips"] for r in sampling["simulated_runs"]}) == [4, 8, 16]
     assert sorted((r["blocks"], r["trips"]) for r in sampling["dropped_runs"]) == [(64, 2), (128, 4)]
     runs = sampling["simulated_runs"] + sampling["dropped_runs"] + [sampling["pilot_run"]]
-    assert sampling["simulated_warp_instructions"] == sum(r["warp_instructions"] for r in runs)
+    assert sampling["simulated_warp_instructions"] == (sum(r["warp_instructions"] for r in runs)
+                                                       + sampling["pilot_run"]["one_trip_warp_instructions"])
     asked = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample_trips=16)
     assert asked.metrics["gpu_sim_cycle"] == extended.metrics["gpu_sim_cycle"]
     kept = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample_trips=8).sampling

@@ -26,6 +26,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -87,15 +89,25 @@ def replicated_trace(directory: Path) -> Path:
     return path
 
 
+NOT_SIMULATED = ("description", "bound")  # a workload's keys that change what it says, not what it does
+
+
 def engine_digest() -> str:
     """A digest of the sources a full run's result depends on (the engine, the memory model, the instruction set,
-    the arch files and workloads): a stored full run is reused while it is unchanged."""
+    the arch files and workloads): a stored full run is reused while it is unchanged. The YAML files count by
+    their content (comments, a workload's description and its `bound:` left out)."""
     h = hashlib.sha256()
     for folder in ("gpusim/engine", "gpusim/memory", "gpusim/workload", "gpusim/trace", "arch", "workloads"):
         for path in sorted((ROOT / folder).rglob("*")):
-            if path.suffix in (".py", ".yaml"):
+            if path.suffix == ".py":
                 h.update(str(path.relative_to(ROOT)).encode())
                 h.update(path.read_bytes())
+            elif path.suffix == ".yaml":
+                data = yaml.safe_load(path.read_text())
+                if isinstance(data, dict):
+                    data = {k: v for k, v in data.items() if k not in NOT_SIMULATED}
+                h.update(str(path.relative_to(ROOT)).encode())
+                h.update(json.dumps(data, sort_keys=True, default=str).encode())
     return h.hexdigest()[:16]
 
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 import gpusim  # noqa: E402
 import gpusim.api as api  # noqa: E402
 
-GEMM = ROOT / "workloads" / "gemm_tile128.yaml"
+GEMM = ROOT / "workloads" / "gemm_tile128_sync.yaml"
 # the plans that sample waves with loop trips there: (label, arch, parameters, the full run's cycles, measured with
 # --sample off on the 2-core development machine; the engine's sources unchanged since)
 SPREAD_ROWS = [("gemm_tile128 4096^3 (default)", "h100", {}, 883_142),

@@ -25,14 +25,27 @@ NOISE_BOUND = 1.645
 
 
 def pilot_point(plan: Plan) -> Point:
-    """A staggered plan's pilot: the tail alone at STAGGER_TRIPS trips, its first blocks at once; its cycles are the
-    spread the plan's runs start their first blocks over. In a long kernel, the blocks of the waves after the first
+    """A staggered plan's pilot: the tail alone at STAGGER_TRIPS trips, its first blocks at once; the cycles of its
+    trips (trips_spread) are the spread the plan's runs start their first blocks over. In a long kernel, the blocks of the waves after the first
     start as earlier ones retire, out of step with each other (in gemm_tile128 4096 x 4096 x 1024 on H100, simulated
     in full, the first wave's 396 blocks retired over 7,000 cycles, about three trips); short runs that started
     every block at once would keep them in step, all loading at once, and cost a full wave some 30% too much."""
     first = plan.points[0]
     return Point(plan.tail_blocks, STAGGER_TRIPS, 0, "pilot",
                  round(first.warp_insts * STAGGER_TRIPS / max(1, first.trips or 1)))
+
+
+def trips_spread(pilot_cycles: int, one_trip_cycles: int, trips: int) -> int:
+    """The cycles a staggered plan's runs start their first blocks over: the pilot's `trips` trips without its
+    fixed start and end (prologue, first loads from DRAM, epilogue), from its cycles and those of the same run at
+    one trip; the pilot's whole cycles where the difference says nothing (a loop whose trips cost nothing, or
+    more than the pilot took). A kernel whose blocks start with a long fixed part (gemm_tile128 4096^3 on h100:
+    6,594 cycles for 2 trips of the tail alone, about 800 a trip) would otherwise spread its starts over more
+    than a short run's blocks last, and no run would hold its blocks at once."""
+    per_trip = (pilot_cycles - one_trip_cycles) / max(1, trips - 1)
+    if per_trip <= 0 or per_trip * trips >= pilot_cycles:
+        return pilot_cycles
+    return int(per_trip * trips)
 
 
 def point_key(point: Point) -> tuple:
