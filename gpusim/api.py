@@ -532,9 +532,9 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
             if pilot_run.partial:
                 raise parallel.RunsInterrupted
             stagger = int(pilot_run.metrics["gpu_sim_cycle"])
-            if pilot.trips and pilot.trips > 1:  # the pilot's trips alone, without its fixed start and end
-                short_pilot = attrs.evolve(pilot, trips=1)
-                short_run = reduced(short_pilot, None, interrupt)
+            if pilot.trips:  # the pilot's trips alone, without its fixed start and end: the same run at 0 trips (an
+                # even count, as the plan's: a ring of stages indexed from the loop's full count keeps its parity)
+                short_run = reduced(attrs.evolve(pilot, trips=0), None, interrupt)
                 if short_run.partial:
                     raise parallel.RunsInterrupted
                 stagger = trips_spread(stagger, short_run.metrics["gpu_sim_cycle"], pilot.trips)
@@ -654,8 +654,8 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         record["stagger_cycles"] = stagger
         record["simulated_warp_instructions"] += pilot_run.metrics.get("smsp__inst_executed.sum", 0)
         if short_run is not None:
-            record["pilot_run"]["one_trip_cycles"] = short_run.metrics.get("gpu_sim_cycle")
-            record["pilot_run"]["one_trip_warp_instructions"] = short_run.metrics.get("smsp__inst_executed.sum")
+            record["pilot_run"]["no_trip_cycles"] = short_run.metrics.get("gpu_sim_cycle")
+            record["pilot_run"]["no_trip_warp_instructions"] = short_run.metrics.get("smsp__inst_executed.sum")
             record["simulated_warp_instructions"] += short_run.metrics.get("smsp__inst_executed.sum", 0)
     if dropped:  # runs of a shorter plan that the longer one does not use: simulated, so counted, and named
         record["dropped_runs"] = [{"blocks": p.blocks, "trips": p.trips, "full_waves_before_tail": p.waves,

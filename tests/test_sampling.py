@@ -386,7 +386,7 @@ def test_staggered_start_spreads_the_first_blocks_and_later_ones_start_on_retire
 
 
 def test_a_plan_sampling_waves_and_trips_is_staggered_by_its_pilot_run():
-    """Waves sampled with loop trips: pilot runs (the tail alone at STAGGER_TRIPS trips and at one) come first and
+    """Waves sampled with loop trips: pilot runs (the tail alone at STAGGER_TRIPS trips and at none) come first and
     the cycles of the pilot's trips (without its fixed start and end) are the spread the other runs start their
     first blocks over; the record names them."""
     from gpusim.sampling.runner import trips_spread
@@ -396,11 +396,11 @@ def test_a_plan_sampling_waves_and_trips_is_staggered_by_its_pilot_run():
     assert sampling["method"] == "loop trips and waves" and "pilot runs" in sampling["detail"]
     pilot = sampling["pilot_run"]
     assert pilot["blocks"] == sampling["tail_blocks"] and pilot["trips"] == 2
-    assert 0 < pilot["one_trip_cycles"] < pilot["cycles"]
-    assert 0 < sampling["stagger_cycles"] == trips_spread(pilot["cycles"], pilot["one_trip_cycles"], 2) < pilot["cycles"]
+    assert 0 < pilot["no_trip_cycles"] < pilot["cycles"]
+    assert 0 < sampling["stagger_cycles"] == trips_spread(pilot["cycles"], pilot["no_trip_cycles"], 2) < pilot["cycles"]
     runs = sum(r["warp_instructions"] for r in sampling["simulated_runs"])
     assert sampling["simulated_warp_instructions"] == (runs + pilot["warp_instructions"]
-                                                       + pilot["one_trip_warp_instructions"])
+                                                       + pilot["no_trip_warp_instructions"])
     assert "l2_reuse_between_waves" not in sampling  # 2.3 MB between a wave's reuses, in a 50 MB L2
 
 
@@ -772,7 +772,7 @@ def test_a_staggered_plan_whose_short_runs_are_all_ramp_runs_its_loop_longer(mon
     import gpusim.api as api
 
     # the pilot's whole cycles as the spread (its fixed start and end with its trips): more than 4 trips take
-    monkeypatch.setattr(api, "trips_spread", lambda pilot_cycles, one_trip_cycles, trips: pilot_cycles)
+    monkeypatch.setattr(api, "trips_spread", lambda pilot_cycles, no_trip_cycles, trips: pilot_cycles)
     extended = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample="on")
     sampling = extended.sampling
     assert "at 4, 8 and 16 trips (from 2, 4 and 8: the run of 64 blocks at 4 trips" in sampling["detail"]
@@ -780,7 +780,7 @@ def test_a_staggered_plan_whose_short_runs_are_all_ramp_runs_its_loop_longer(mon
     assert sorted((r["blocks"], r["trips"]) for r in sampling["dropped_runs"]) == [(64, 2), (128, 4)]
     runs = sampling["simulated_runs"] + sampling["dropped_runs"] + [sampling["pilot_run"]]
     assert sampling["simulated_warp_instructions"] == (sum(r["warp_instructions"] for r in runs)
-                                                       + sampling["pilot_run"]["one_trip_warp_instructions"])
+                                                       + sampling["pilot_run"]["no_trip_warp_instructions"])
     asked = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample_trips=16)
     assert asked.metrics["gpu_sim_cycle"] == extended.metrics["gpu_sim_cycle"]
     kept = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample_trips=8).sampling

@@ -245,6 +245,7 @@ def main() -> int:
             full = one((label, workload, path, params, arch, "off"))
             full.update(commit=commit(), date=time.strftime("%Y-%m-%d"), machine=machine(), engine_digest=digest)
             full.pop("sampling", None)
+            stored = stored_full_runs()  # as stored now: another invocation may have added runs meanwhile
             stored[(label, arch)] = full
             FULL_RUNS.write_text(json.dumps({"runs": list(stored.values())}, indent=1) + "\n")
             print(f"full run stored: {label} on {arch}: {full['metrics']['gpu_sim_cycle']:,} cycles, "

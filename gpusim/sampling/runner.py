@@ -35,14 +35,14 @@ def pilot_point(plan: Plan) -> Point:
                  round(first.warp_insts * STAGGER_TRIPS / max(1, first.trips or 1)))
 
 
-def trips_spread(pilot_cycles: int, one_trip_cycles: int, trips: int) -> int:
+def trips_spread(pilot_cycles: int, no_trip_cycles: int, trips: int) -> int:
     """The cycles a staggered plan's runs start their first blocks over: the pilot's `trips` trips without its
-    fixed start and end (prologue, first loads from DRAM, epilogue), from its cycles and those of the same run at
-    one trip; the pilot's whole cycles where the difference says nothing (a loop whose trips cost nothing, or
-    more than the pilot took). A kernel whose blocks start with a long fixed part (gemm_tile128 4096^3 on h100:
+    fixed start and end (prologue, first loads from DRAM, epilogue), from its cycles and those of the same run with
+    its hot loop at 0 trips; the pilot's whole cycles where the difference says nothing (a loop whose trips cost
+    nothing, or more than the pilot took). A kernel whose blocks start with a long fixed part (gemm_tile128 4096^3 on h100:
     6,594 cycles for 2 trips of the tail alone, about 800 a trip) would otherwise spread its starts over more
     than a short run's blocks last, and no run would hold its blocks at once."""
-    per_trip = (pilot_cycles - one_trip_cycles) / max(1, trips - 1)
+    per_trip = (pilot_cycles - no_trip_cycles) / max(1, trips)
     if per_trip <= 0 or per_trip * trips >= pilot_cycles:
         return pilot_cycles
     return int(per_trip * trips)
