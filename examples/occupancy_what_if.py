@@ -4,8 +4,8 @@ The seed notes (004, section 2.6.4, "Occupancy and performance") warn: "高Occup
 occupancy does not necessarily mean high performance; for compute-bound kernels such as GEMM they put the best
 occupancy at 25-50% and say register use matters more than occupancy.
 
-This study runs workloads/gemm_tile128.yaml (a 128 x 128 block tile, 256 threads) at 512 x 512 x 512, 16 blocks
-on one simulated H100 SM (the share of one SM in a GEMM of 16 x 132 tiles), for each register count per thread
+This study runs workloads/gemm_tile128_sync.yaml (a 128 x 128 block tile, 256 threads) at 512 x 512 x 512, 16
+blocks on one simulated H100 SM (the share of one SM in a GEMM of 16 x 132 tiles), for each register count per thread
 (`regs=` launch override) and each number of 16 KiB shared-memory stages (the STAGES parameter: 16, 32 or 64 KiB
 per block). For every point it prints and plots the theoretical occupancy (gpusim.occupancy, CUDA's calculator)
 and the simulated time. Look for: the cycles stop falling once the shared-memory data path is saturated, and a
@@ -36,7 +36,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 import gpusim  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKLOAD = ROOT / "workloads" / "gemm_tile128.yaml"
+WORKLOAD = ROOT / "workloads" / "gemm_tile128_sync.yaml"
 ARCH = "h100"
 SMS = 1
 THREADS = 256  # the workload's block
@@ -81,8 +81,9 @@ def measure(setting: dict) -> list[dict]:
 def subject(setting: dict) -> str:
     size = setting["size"]
     spec = gpusim.load_arch(ARCH)
-    return (f"gemm_tile128, M=N={size['M']}, K={size['K']} ({size['M'] // 128 * size['N'] // 128} blocks of "
-            f"{THREADS} threads) on {spec.full_name}, {SMS} SM simulated")
+    blocks = size["M"] // 128 * size["N"] // 128
+    return (f"gemm_tile128_sync, M=N={size['M']}, K={size['K']} ({blocks} blocks of {THREADS} threads) on "
+            f"{spec.full_name}, {SMS} SM simulated")
 
 
 def _heatmap(ax, grid: np.ndarray, texts: list[list[str]], cmap: str, setting: dict, label: str) -> None:

@@ -84,7 +84,7 @@ def print_show(kernel, mix: Mix, first: int = 12, trace: dict | None = None) -> 
     console.print(f"[bold]{plain(kernel.name)}[/bold]  ({plain(kernel.source, 200)})")
     if kernel.description:
         console.print(plain(kernel.description.splitlines()[0], 200))
-    if kernel.bound:
+    if getattr(kernel, "bound", None):  # a trace states none
         console.print(plain("bound at its default size by: " + ", ".join(f"{u} on {a}" for a, u in kernel.bound.items()),
                             200))
     if kernel.params:
