@@ -273,6 +273,40 @@ def build_parser() -> argparse.ArgumentParser:
                                       "docs/workload-format.md)")
     new.add_argument("path", help="the YAML file to write")
     new.add_argument("--force", action="store_true", help="overwrite the file if it exists")
+
+    cal = sub.add_parser("calibrate", help="write an arch file from microbenchmarks run on this machine's GPU (or "
+                                           "from stored results), and check the engine on it")
+    cal.add_argument("-o", "--output", metavar="FILE.yaml", default=None,
+                     help="the arch file to write (required unless --dry-run); on a GPU the results are saved beside "
+                          "it as FILE.results.json")
+    cal.add_argument("--base", metavar="ARCH", default=None,
+                     help="the arch (name or file) every value that is not measured comes from, marked R where it is "
+                          "another part (default: the shipped arch of the same model, else of the same compute "
+                          "capability)")
+    cal.add_argument("--from", dest="from_results", metavar="RESULTS.json", default=None,
+                     help="use stored validation/microbench.cu results instead of a GPU (e.g. "
+                          "validation/results/h200-2026-11-29.json)")
+    cal.add_argument("--dry-run", action="store_true",
+                     help="list what would be measured and what kept from the base (with --from: the values), "
+                          "write nothing")
+    cal.add_argument("--no-check", action="store_true",
+                     help="skip the engine check (simulating validation/compare.py's rows on the written file, and "
+                          "moving a latency or bandwidth the engine reproduces more than 1%% off)")
+    cal.add_argument("--jobs", type=_int_arg(1), default=None,
+                     help="simulations at once in the check (default: one per CPU)")
+
+    val = sub.add_parser("validate", help="time the CUDA twins of the workloads (validation/kernels/) on this "
+                                          "machine's GPU, or read stored results, beside gpusim's simulated time")
+    val.add_argument("--arch", default=None, metavar="FILE|NAME",
+                     help="the arch to simulate on (default: the shipped arch of the measured device's model; "
+                          "gpusim calibrate writes one for any GPU)")
+    val.add_argument("--from", dest="from_results", metavar="RESULTS.json", default=None,
+                     help="compare stored twin results (what gpusim validate saved) instead of timing on a GPU")
+    val.add_argument("--kernels", metavar="A,B,...", default=None,
+                     help="only these twins (file stems in validation/kernels/, e.g. vecadd,gemm_tile128)")
+    val.add_argument("--out", metavar="RESULTS.json", default=None,
+                     help="on a GPU: where to save the measured results (default: validate-DATE.json here)")
+    val.add_argument("--jobs", type=_int_arg(1), default=None, help="simulations at once (default: one per CPU)")
     return parser
 
 
@@ -741,8 +775,67 @@ def _cmd_bench(args) -> int:
     return 0
 
 
+def _cmd_calibrate(args) -> int:
+    from .calibrate import calibrate, dry_run
+
+    if args.dry_run:
+        for line in dry_run(args.base, args.from_results):
+            print(line)
+        return 0
+    if not args.output:
+        raise GpusimError("calibrate: -o FILE.yaml is required (the arch file to write), unless --dry-run")
+    report = calibrate(args.output, args.base, args.from_results, check=not args.no_check, jobs=args.jobs,
+                       log=lambda text: print(text, file=sys.stderr))
+    from .arch.provenance import assumed_fields
+
+    if report.results_path:
+        print(f"wrote {report.results_path} (the microbenchmark results)")
+    assumed = assumed_fields(report.path)
+    print(f"wrote {report.path}: base {report.base}, {len(assumed)} values assumed (R)")
+    if report.rows:
+        print(f"{'quantity':48} {'measured':>10} {'simulated':>10} {'sim/measured':>13}")
+        for row in report.rows:
+            ratio = f"{row.ratio:.3f}" if row.measured else ("-" if row.simulated == 0 else "inf")
+            print(f"{row.quantity:48} {row.measured:10.2f} {row.simulated:10.2f} {ratio:>13}"
+                  + ("" if row.modelled else "  (not in the mean)"))
+        if report.refined:
+            print(f"moved for the engine: {', '.join(report.refined)}")
+        print(f"calibrate: the engine on {report.path} reproduces the measurements with a mean absolute error of "
+              f"{report.mean_error:.1f}% ({sum(r.modelled for r in report.rows)} rows of validation/compare.py)")
+    elif report.note:
+        print(report.note)
+    return 0
+
+
+def _cmd_validate(args) -> int:
+    from datetime import date
+    from pathlib import Path
+
+    from .calibrate import validate as v
+
+    only = [k.strip() for k in args.kernels.split(",") if k.strip()] if args.kernels else None
+    if args.from_results:
+        data = v.load(args.from_results)
+    else:
+        out = Path(args.out or f"validate-{date.today().isoformat()}.json")
+        data = v.load(v.measure(out, only, log=lambda text: print(text, file=sys.stderr)))
+        print(f"wrote {out} (the measured times)")
+    if only:
+        data = {**data, "kernels": [k for k in data["kernels"] if k.get("workload") in only
+                                    or Path(str(k.get("yaml", ""))).stem in only]}
+        if not data["kernels"]:
+            raise GpusimError(f"--kernels {args.kernels}: none of them is in the results")
+    arch = args.arch or v.default_arch(data)
+    from .arch import load_arch
+
+    load_arch(arch)  # a bad --arch is one line before anything runs
+    for line in v.table(v.compare(data, arch, args.jobs), arch):
+        print(line)
+    return 0
+
+
 _COMMANDS = {"bench": _cmd_bench, "archs": _cmd_archs, "occupancy": _cmd_occupancy, "workload": _cmd_workload, "run": _cmd_run,
-             "sweep": _cmd_sweep}
+             "sweep": _cmd_sweep, "calibrate": _cmd_calibrate, "validate": _cmd_validate}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
 // gpusim validation microbenchmarks: measure on real hardware what gpusim's microbenchmark workloads model.
-// One binary, one JSON object on stdout. Build: make -C validation (nvcc, sm_90 by default).
+// One binary, one JSON object on stdout. Build: make -C validation (nvcc, sm_90 by default; ARCH=sm_90a adds the
+// wgmma rows, ARCH=sm_80 builds for an A100). `gpusim calibrate` builds and runs it, and writes an arch file.
 //
 //   ffma_latency        dependent FFMA chain, one thread, cycles per instruction (clock64)
 //   ffma_throughput     independent FFMAs on every SM: FLOP/clk/SM, TFLOPS, and the SM clock the run saw
@@ -9,6 +10,24 @@
 //   smem_stride         1024 threads on one SM, each warp loads word lane*stride: SM cycles per warp-load (= wavefronts)
 //   stream              device-wide copy (read + write) and read-only bandwidth, GB/s
 //   occupancy           resident blocks per SM measured with %smid counters vs cudaOccupancyMaxActiveBlocksPerMultiprocessor
+//
+// The rows below are each the marginal cost of a longer loop: the same kernel timed at n and 2n trips, the
+// difference divided by n (launch, warm-up and drain cancel), as validation/compare.py simulates them.
+//
+//   smem_latency        one thread, dependent shared-memory loads (a cycle of absolute shared addresses)
+//   const_latency       one thread, dependent constant-memory loads (LDC) over 1 KiB
+//   tlb                 one thread, dependent .cg loads one 2 MiB page apart over 32 MiB .. 8 GiB, after a warm pass
+//                       (every line in L2): cycles per hop by footprint; the rise is the TLB miss cost, its knee the reach
+//   atomics             red.global.add from 1024 threads on every SM: one address (cycles per update) or one address
+//                       per thread (updates per clock per SM)
+//   bandwidth           bytes per clock: one SM's shared memory (ld.shared.v4), L1 (ld.global.ca.v4, 16 KiB warm) and
+//                       L2 (ld.global.cg.v4 over 8 MiB, one block); the chip's L2 (every SM, 16 MiB); DRAM write GB/s
+//   mma_sync            mma.sync throughput per precision: FP16, BF16 (m16n8k16), TF32 (m16n8k8), INT8 and FP8
+//                       (m16n8k32, FP8 from sm_89) FLOP (INT8: operations) per clock per SM
+//   wgmma               (sm_90a builds) wgmma.mma_async m64n128 throughput per precision: FP16, BF16, TF32, FP8, INT8,
+//                       and the SM clock during the FP16 run
+//   sfu                 MUFU.EX2 (ex2.approx.ftz.f32): dependent latency and warp-instructions per clock per SM
+//   block_launch        empty blocks of 32 threads, one resident per SM (all the shared memory): cycles per block
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +36,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <type_traits>
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
     std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); \
@@ -216,6 +236,272 @@ static void occupancy_case(int sms, int threads, size_t smem, long long spin, st
 
 static float time_ms(cudaEvent_t a, cudaEvent_t b) { float ms; CK(cudaEventElapsedTime(&ms, a, b)); return ms; }
 
+// ================================================================ marginal-cost rows (see the header)
+#include "kernels/wgmma.h"
+
+// ---------------------------------------------------------------- shared-memory and constant-cache latency
+__global__ void smem_latency(long long* cycles, unsigned* sink, int hops) {
+    __shared__ unsigned chain[256];
+    unsigned base = (unsigned)__cvta_generic_to_shared(chain);
+    for (int k = threadIdx.x; k < 256; k += blockDim.x) chain[k] = base + ((k + 37) % 256) * 4;  // one cycle
+    __syncthreads();
+    unsigned p = base;
+    long long t0 = clock64();
+    for (int i = 0; i < hops; i++) asm volatile("ld.volatile.shared.u32 %0, [%0];" : "+r"(p));
+    long long t1 = clock64();
+    sink[0] = p;
+    cycles[0] = t1 - t0;
+}
+
+__constant__ unsigned const_chain[256];  // byte offsets of the next word: one cycle over 1 KiB
+
+__global__ void const_latency(long long* cycles, unsigned* sink, int hops) {
+    unsigned p = 0;
+    long long t0 = clock64();
+    for (int i = 0; i < hops; i++) p = *(const unsigned*)((const char*)const_chain + p);
+    long long t1 = clock64();
+    sink[0] = p;
+    cycles[0] = t1 - t0;
+}
+
+// ---------------------------------------------------------------- TLB: one hop per 2 MiB page
+__global__ void tlb_build(char* base, const unsigned* order, size_t pages, size_t stride) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < pages) *(char**)(base + order[i] * stride) = base + order[(i + 1) % pages] * stride;
+}
+
+__global__ void tlb_chase(char* start, long long* cycles, char** sink, int warm, int hops) {
+    char* p = start;
+    for (int i = 0; i < warm; i++) asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p));
+    long long t0 = clock64();
+    for (int i = 0; i < hops; i++) asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p));
+    long long t1 = clock64();
+    sink[0] = p;
+    cycles[0] = t1 - t0;
+}
+
+// ---------------------------------------------------------------- atomics: red.global.add, then one returning atom
+__global__ void atomic_rate(unsigned* x, long long* cycles, unsigned* sink, int iters, int spread) {
+    unsigned* a = x + (spread ? blockIdx.x * (size_t)blockDim.x + threadIdx.x : 0);
+    unsigned v = threadIdx.x & 7;
+    __syncthreads();
+    long long t0 = clock64();
+    for (int i = 0; i < iters; i++) asm volatile("red.global.add.u32 [%0], %1;" :: "l"(a), "r"(v) : "memory");
+    unsigned last;  // ordered after this thread's updates of the same address: the block ends when they are done
+    asm volatile("atom.global.add.u32 %0, [%1], 0;" : "=r"(last) : "l"(a) : "memory");
+    __syncthreads();
+    long long t1 = clock64();
+    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+    if (last == 0xFFFFFFFFu) sink[0] = last;
+}
+
+// ---------------------------------------------------------------- bandwidth: shared, L1, L2 (bytes per clock)
+__global__ void smem_bandwidth(long long* cycles, unsigned* sink, int iters) {
+    __shared__ uint4 buf[4 * 32];
+    if (threadIdx.x < 4 * 32) buf[threadIdx.x] = make_uint4(threadIdx.x, 1, 2, 3);
+    __syncthreads();
+    unsigned addr = (unsigned)__cvta_generic_to_shared(&buf[threadIdx.x & 31]);
+    unsigned s = 0, a, b, c, d;
+    long long t0 = clock64();
+    for (int i = 0; i < iters; i++) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {  // 4 independent 512-byte warp-loads, conflict-free (lane x 16 bytes)
+            asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr + k * 512));
+            s += a ^ b ^ c ^ d;
+        }
+    }
+    __syncthreads();
+    long long t1 = clock64();
+    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+    if (s == 0x12345u) sink[0] = s;
+}
+
+// Each thread loads 16 bytes a time, `per_trip` loads in flight, grid-strided over `words` uint4 from `base`
+// (each block starting at its own offset); .ca (L1) or .cg (L2 only).
+template <bool L1>
+__global__ void load_bandwidth(const uint4* base, size_t words, long long* cycles, unsigned* sink, int iters) {
+    size_t stride = (size_t)blockDim.x * 4, start = (blockIdx.x * 4099ull * blockDim.x) % words;
+    size_t i = (start + threadIdx.x) % words;
+    unsigned s = 0;
+    uint4 v[4];
+    __syncthreads();
+    long long t0 = clock64();
+    for (int t = 0; t < iters; t++) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint4* p = base + (i + k * blockDim.x) % words;
+            if (L1) asm volatile("ld.global.ca.v4.u32 {%0, %1, %2, %3}, [%4];"
+                                 : "=r"(v[k].x), "=r"(v[k].y), "=r"(v[k].z), "=r"(v[k].w) : "l"(p));
+            else    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                                 : "=r"(v[k].x), "=r"(v[k].y), "=r"(v[k].z), "=r"(v[k].w) : "l"(p));
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++) s += v[k].x ^ v[k].w;
+        i = (i + stride) % words;
+    }
+    __syncthreads();
+    long long t1 = clock64();
+    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+    if (s == 0x12345u) sink[0] = s;
+}
+
+__global__ void write_kernel(float4* __restrict__ b, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        b[i] = make_float4(1.f, 2.f, 3.f, 4.f);
+}
+
+// ---------------------------------------------------------------- mma.sync per precision (4 chains per warp)
+enum MmaKind { MMA_F16, MMA_BF16, MMA_TF32, MMA_S8, MMA_E4M3 };
+
+template <int KIND, class Acc>
+__device__ __forceinline__ void mma_step(Acc* c, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                         unsigned b1) {
+    if constexpr (KIND == MMA_F16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    if constexpr (KIND == MMA_BF16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    if constexpr (KIND == MMA_TF32)
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    if constexpr (KIND == MMA_S8)
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if constexpr (KIND == MMA_E4M3)
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+template <int KIND>
+__global__ void mma_throughput(float* out, long long* cycles, int iters, unsigned seed) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+    if constexpr (KIND == MMA_E4M3) { if (threadIdx.x == 0) cycles[blockIdx.x] = -1; return; }  // no FP8 mma.sync before sm_89
+#endif
+    unsigned a0 = seed, a1 = seed + 1, a2 = seed + 2, a3 = seed + 3, b0 = seed + 4, b1 = seed + 5;
+    using Acc = typename std::conditional<KIND == MMA_S8, int, float>::type;
+    Acc c[4][4] = {};
+    long long t0 = clock64();
+    for (int i = 0; i < iters; i++) {
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+#pragma unroll
+            for (int k = 0; k < 4; k++) mma_step<KIND>(c[k], a0, a1, a2, a3, b0, b1);
+        }
+    }
+    long long t1 = clock64();
+    float s = 0;
+    for (int k = 0; k < 4; k++) s += (float)(c[k][0] + c[k][1] + c[k][2] + c[k][3]);
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+// ---------------------------------------------------------------- wgmma per precision (sm_90a builds)
+enum WgKind { WG_F16, WG_BF16, WG_TF32, WG_E4M3, WG_S8 };
+
+// Two warpgroups per block, each 4 chained wgmma m64n128 per trip on its own accumulators, operands from shared memory.
+template <int KIND>
+__global__ void wgmma_throughput(float* out, long long* cycles, int iters) {
+#if WGMMA_AVAILABLE
+    __shared__ __align__(1024) unsigned char tiles[2][8192];  // A and B operand tiles (zeros: only the rate counts)
+    for (int k = threadIdx.x; k < 2 * 8192 / 4; k += blockDim.x) ((unsigned*)tiles)[k] = 0;
+    __syncthreads();
+    unsigned long long da = wgmma_desc(tiles[0], 128, 256), db = wgmma_desc(tiles[1], 128, 256);
+    using Acc = typename std::conditional<KIND == WG_S8, int, float>::type;
+    Acc d[64];
+#pragma unroll
+    for (int k = 0; k < 64; k++) d[k] = 0;
+    wgmma_fence();
+    long long t0 = clock64();
+    for (int i = 0; i < iters; i++) {
+        wgmma_fence();  // the accumulators of the group still in flight are the same registers (chained)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if constexpr (KIND == WG_F16) wgmma_m64n128k16_f16(d, da, db);
+            if constexpr (KIND == WG_BF16) wgmma_m64n128k16_bf16(d, da, db);
+            if constexpr (KIND == WG_TF32) wgmma_m64n128k8_tf32(d, da, db);
+            if constexpr (KIND == WG_E4M3) wgmma_m64n128k32_e4m3(d, da, db);
+            if constexpr (KIND == WG_S8) wgmma_m64n128k32_s8(d, da, db);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+    }
+    wgmma_wait<0>();
+    long long t1 = clock64();
+    float s = 0;
+#pragma unroll
+    for (int k = 0; k < 64; k++) s += (float)d[k];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+#else
+    if (threadIdx.x == 0) cycles[blockIdx.x] = -1;  // not an sm_90a build
+    (void)out; (void)iters;
+#endif
+}
+
+// ---------------------------------------------------------------- SFU: MUFU.EX2
+__global__ void sfu_latency(float* out, long long* cycles, int iters, float x0) {
+    float x = x0;
+    long long t0 = clock64();
+    for (int i = 0; i < iters; i++) {
+#pragma unroll
+        for (int j = 0; j < 16; j++) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x));
+    }
+    long long t1 = clock64();
+    out[threadIdx.x] = x;
+    if (threadIdx.x == 0) cycles[0] = t1 - t0;
+}
+
+__global__ void sfu_throughput(float* out, long long* cycles, int iters, float x0) {
+    float x[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) x[k] = x0 + k * 1e-3f + threadIdx.x * 1e-6f;
+    long long t0 = clock64();
+    for (int i = 0; i < iters; i++) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+#pragma unroll
+            for (int k = 0; k < 8; k++) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x[k]));
+        }
+    }
+    long long t1 = clock64();
+    float s = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) s += x[k];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+// ---------------------------------------------------------------- block launch: empty blocks, one per SM at a time
+__global__ void empty_block() {}
+
+// ---------------------------------------------------------------- host side of the marginal rows
+static double max_cycles(const long long* cyc, int blocks) {
+    std::vector<long long> h(blocks);
+    CK(cudaMemcpy(h.data(), cyc, sizeof(long long) * blocks, cudaMemcpyDeviceToHost));
+    return (double)*std::max_element(h.begin(), h.end());
+}
+
+static double mean_cycles(const long long* cyc, int blocks) {
+    std::vector<long long> h(blocks);
+    CK(cudaMemcpy(h.data(), cyc, sizeof(long long) * blocks, cudaMemcpyDeviceToHost));
+    double s = 0;
+    for (long long v : h) s += (double)v;
+    return s / blocks;
+}
+
+// The marginal cost of one more trip: run(n) and run(2n) after a warm-up run(n), (run(2n) - run(n)) / n.
+template <class Run>
+static double marginal(Run run, int n) {
+    run(n);
+    double a = run(n), b = run(2 * n);
+    return (b - a) / n;
+}
+
+
 int main() {
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
@@ -234,6 +520,19 @@ int main() {
     emit("max_threads_per_sm", std::to_string(prop.maxThreadsPerMultiProcessor));
     emit("max_blocks_per_sm", std::to_string(prop.maxBlocksPerMultiProcessor));
     emit("global_memory_bytes", std::to_string(prop.totalGlobalMem));
+    int mem_khz = 0, bus_bits = 0, driver = 0, runtime = 0;
+    cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0);
+    cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0);
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    emit("warp_size", std::to_string(prop.warpSize));
+    emit("max_threads_per_block", std::to_string(prop.maxThreadsPerBlock));
+    emit("registers_per_block", std::to_string(prop.regsPerBlock));
+    emit("shared_memory_per_block", std::to_string(prop.sharedMemPerBlock));
+    emit("memory_clock_mhz", num(mem_khz / 1000.0));
+    emit("memory_bus_width_bits", std::to_string(bus_bits));
+    emit("cuda_driver_version", std::to_string(driver));
+    emit("cuda_runtime_version", std::to_string(runtime));
 
     float* fout; long long* cyc; unsigned* sink;
     CK(cudaMalloc(&fout, sizeof(float) * sms * 2048 * 4));
@@ -241,6 +540,7 @@ int main() {
     CK(cudaMalloc(&sink, sizeof(unsigned) * 1024));
     cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
     long long hc[4096];
+    double sm_clock_mhz = clock_khz / 1000.0;
 
     // FFMA latency
     ffma_latency<<<1, 1>>>(fout, cyc, 1000, 1.0001f, 0.5f); CK(cudaDeviceSynchronize());
@@ -262,7 +562,8 @@ int main() {
         emit("ffma_flop_per_clock_per_sm", num(2 * ffma_per_sm / cycles));
         emit("ffma_warp_inst_per_clock_per_sm", num(ffma_per_sm / 32 / cycles));
         emit("ffma_tflops", num(2 * ffma_per_sm * sms / (ms * 1e-3) / 1e12));
-        emit("sm_clock_mhz_during_ffma", num(cycles / (ms * 1e-3) / 1e6));
+        sm_clock_mhz = cycles / (ms * 1e-3) / 1e6;
+        emit("sm_clock_mhz_during_ffma", num(sm_clock_mhz));
     }
 
     // HMMA latency and throughput
@@ -365,6 +666,169 @@ int main() {
         occupancy_case<160>(sms, 1024, 0, spin, rows);
         }
         emit("occupancy", "[" + rows + "]");
+    }
+
+    // ================================================================ marginal-cost rows
+    const double sm_mhz = sm_clock_mhz;  // the SM clock the FFMA run saw: converts event times to cycles
+    auto sync1 = [&](int blocks) { CK(cudaGetLastError()); CK(cudaDeviceSynchronize()); return max_cycles(cyc, blocks); };
+
+    // Latencies: shared memory and the constant cache (one thread, dependent loads)
+    {
+        emit("smem_latency_cycles", num(marginal([&](int n) { smem_latency<<<1, 1>>>(cyc, sink, n); return sync1(1); }, 4096)));
+        std::vector<unsigned> cc(256);
+        for (int k = 0; k < 256; k++) cc[k] = ((k + 37) % 256) * 4;
+        CK(cudaMemcpyToSymbol(const_chain, cc.data(), sizeof(unsigned) * 256));
+        emit("const_latency_cycles", num(marginal([&](int n) { const_latency<<<1, 1>>>(cyc, sink, n); return sync1(1); }, 4096)));
+    }
+
+    // TLB: one hop per 2 MiB page, every line in L2 after a warm pass; footprints 32 MiB to 8 GiB (what fits)
+    {
+        size_t free_b = 0, total_b = 0;
+        CK(cudaMemGetInfo(&free_b, &total_b));
+        const size_t stride = size_t(2) << 20;
+        std::string rows;
+        for (size_t fp = size_t(32) << 20; fp <= (size_t(8) << 30) && fp + (size_t(1) << 30) <= free_b; fp *= 2) {
+            size_t pages = fp / stride;
+            std::vector<unsigned> order(pages);
+            for (size_t i = 0; i < pages; i++) order[i] = (unsigned)i;
+            std::mt19937_64 rng(7);
+            std::shuffle(order.begin() + 1, order.end(), rng);
+            char* d; unsigned* dord;
+            CK(cudaMalloc(&d, fp)); CK(cudaMalloc(&dord, sizeof(unsigned) * pages));
+            CK(cudaMemcpy(dord, order.data(), sizeof(unsigned) * pages, cudaMemcpyHostToDevice));
+            tlb_build<<<(unsigned)((pages + 255) / 256), 256>>>(d, dord, pages, stride);
+            CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+            int hops = (int)std::max<size_t>(2048, 2 * pages);
+            double c = marginal([&](int n) { tlb_chase<<<1, 1>>>(d, cyc, (char**)sink, (int)pages, n); return sync1(1); }, hops);
+            char b[160];
+            std::snprintf(b, sizeof b, "%s{\"footprint_bytes\": %zu, \"cycles_per_hop\": %.2f}", rows.empty() ? "" : ", ", fp, c);
+            rows += b;
+            CK(cudaFree(d)); CK(cudaFree(dord));
+        }
+        emit("tlb", "{\"page_stride_bytes\": " + std::to_string(stride) + ", \"points\": [" + rows + "]}");
+    }
+
+    // Atomics: 1024 threads on every SM, red.global.add to one address or to one address per thread
+    {
+        unsigned* x;
+        size_t n = (size_t)sms * 1024;
+        CK(cudaMalloc(&x, n * sizeof(unsigned))); CK(cudaMemset(x, 0, n * sizeof(unsigned)));
+        double updates = (double)sms * 1024;  // per trip
+        double same = marginal([&](int it) { atomic_rate<<<sms, 1024>>>(x, cyc, sink, it, 0); return sync1(sms); }, 16);
+        emit("atomic_same_address_cycles_per_update", num(same / updates));
+        double spread = marginal([&](int it) { atomic_rate<<<sms, 1024>>>(x, cyc, sink, it, 1); return sync1(sms); }, 256);
+        emit("atomic_spread_updates_per_clock_per_sm", num(updates / spread / sms));
+        CK(cudaFree(x));
+    }
+
+    // Bandwidth per SM (shared, L1, L2) and for the chip (L2), bytes per SM clock; DRAM write GB/s
+    {
+        double per_trip = marginal([&](int it) {
+            smem_bandwidth<<<sms, 1024>>>(cyc, sink, it); CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+            return mean_cycles(cyc, sms); }, 256);
+        emit("smem_bytes_per_clock_per_sm", num(32.0 * 4 * 512 / per_trip));
+        size_t l2_words = (size_t(16) << 20) / 16;
+        uint4* buf; CK(cudaMalloc(&buf, l2_words * 16)); CK(cudaMemset(buf, 1, l2_words * 16));
+        per_trip = marginal([&](int it) {
+            load_bandwidth<true><<<sms, 1024>>>(buf, 1024, cyc, sink, it); CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+            return mean_cycles(cyc, sms); }, 256);  // 16 KiB: L1 hits after the first trip
+        emit("l1_bytes_per_clock_per_sm", num(1024.0 * 4 * 16 / per_trip));
+        per_trip = marginal([&](int it) { load_bandwidth<false><<<1, 1024>>>(buf, l2_words / 2, cyc, sink, it); return sync1(1); }, 256);
+        emit("l2_bytes_per_clock_one_sm", num(1024.0 * 4 * 16 / per_trip));  // 8 MiB: one pass warms L2
+        per_trip = marginal([&](int it) { load_bandwidth<false><<<2 * sms, 1024>>>(buf, l2_words, cyc, sink, it); return sync1(2 * sms); }, 128);
+        emit("l2_bytes_per_clock", num(2.0 * sms * 1024 * 4 * 16 / per_trip));
+        CK(cudaFree(buf));
+        size_t bytes = size_t(1) << 30;
+        float4* b; CK(cudaMalloc(&b, bytes));
+        double best = 1e30;
+        for (int r = 0; r < 5; r++) {
+            CK(cudaEventRecord(e0)); write_kernel<<<sms * 8, 256>>>(b, bytes / 16); CK(cudaEventRecord(e1));
+            CK(cudaEventSynchronize(e1)); best = std::min(best, (double)time_ms(e0, e1));
+        }
+        emit("stream_write_gbs", num(1.0 * bytes / (best * 1e-3) / 1e9));
+        CK(cudaFree(b));
+    }
+
+    // mma.sync throughput per precision: 2 x 512 threads per SM, 4 chains per warp, 32 MMAs per warp per trip
+    {
+        std::string rows;
+        auto row = [&](const char* name, double flop_per_mma, auto kernel) {
+            bool ok = true;
+            double per_trip = marginal([&](int it) {
+                kernel<<<2 * sms, 512>>>(fout, cyc, it, 0x3c003c00u); CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+                std::vector<long long> h(2 * sms);
+                CK(cudaMemcpy(h.data(), cyc, sizeof(long long) * 2 * sms, cudaMemcpyDeviceToHost));
+                if (h[0] < 0) ok = false;
+                return (double)*std::max_element(h.begin(), h.end()); }, 500);
+            if (!ok) return;
+            char b[120];
+            std::snprintf(b, sizeof b, "%s\"%s\": %.6g", rows.empty() ? "" : ", ", name, 2.0 * 16 * 32 * flop_per_mma / per_trip);
+            rows += b;
+        };
+        row("fp16", 4096, mma_throughput<MMA_F16>);
+        row("bf16", 4096, mma_throughput<MMA_BF16>);
+        row("tf32", 2048, mma_throughput<MMA_TF32>);
+        row("int8", 8192, mma_throughput<MMA_S8>);
+        row("fp8", 8192, mma_throughput<MMA_E4M3>);
+        emit("mma_sync_flop_per_clock_per_sm", "{" + rows + "}");
+    }
+
+    // wgmma throughput per precision (sm_90a builds): 2 blocks of 2 warpgroups per SM, 4 MMAs per warpgroup per trip
+    {
+        std::string rows;
+        double clock_mhz = 0;
+        auto row = [&](const char* name, double flop_per_mma, auto kernel) {
+            bool ok = true;
+            double per_trip = marginal([&](int it) {
+                kernel<<<2 * sms, 256>>>(fout, cyc, it); CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+                std::vector<long long> h(2 * sms);
+                CK(cudaMemcpy(h.data(), cyc, sizeof(long long) * 2 * sms, cudaMemcpyDeviceToHost));
+                if (h[0] < 0) ok = false;
+                return (double)*std::max_element(h.begin(), h.end()); }, 256);
+            if (!ok) return;
+            if (clock_mhz == 0) {  // the SM clock while the tensor cores run flat out
+                CK(cudaEventRecord(e0)); kernel<<<2 * sms, 256>>>(fout, cyc, 4096); CK(cudaEventRecord(e1));
+                CK(cudaEventSynchronize(e1));
+                clock_mhz = max_cycles(cyc, 2 * sms) / (time_ms(e0, e1) * 1e-3) / 1e6;
+            }
+            char b[120];
+            std::snprintf(b, sizeof b, "%s\"%s\": %.6g", rows.empty() ? "" : ", ", name, 2.0 * 2 * 4 * flop_per_mma / per_trip);
+            rows += b;
+        };
+        row("fp16", 2.0 * 64 * 128 * 16, wgmma_throughput<WG_F16>);
+        row("bf16", 2.0 * 64 * 128 * 16, wgmma_throughput<WG_BF16>);
+        row("tf32", 2.0 * 64 * 128 * 8, wgmma_throughput<WG_TF32>);
+        row("fp8", 2.0 * 64 * 128 * 32, wgmma_throughput<WG_E4M3>);
+        row("int8", 2.0 * 64 * 128 * 32, wgmma_throughput<WG_S8>);
+        if (!rows.empty()) {
+            emit("wgmma_flop_per_clock_per_sm", "{" + rows + "}");
+            emit("sm_clock_mhz_during_wgmma", num(clock_mhz));
+        }
+    }
+
+    // SFU: MUFU.EX2 dependent latency (one thread) and throughput (2 x 1024 threads per SM, 8 chains)
+    {
+        double per_trip = marginal([&](int it) { sfu_latency<<<1, 1>>>(fout, cyc, it, 0.5f); return sync1(1); }, 256);
+        emit("sfu_ex2_dependent_latency_cycles", num(per_trip / 16));
+        per_trip = marginal([&](int it) { sfu_throughput<<<2 * sms, 1024>>>(fout, cyc, it, 0.5f); return sync1(2 * sms); }, 256);
+        emit("sfu_ex2_warp_inst_per_clock_per_sm", num(2.0 * 32 * 4 * 8 / per_trip));
+    }
+
+    // Block launch: empty 32-thread blocks holding all of an SM's shared memory (one resident per SM), 64 vs 128 per SM
+    {
+        int optin = (int)prop.sharedMemPerBlockOptin;
+        CK(cudaFuncSetAttribute(empty_block, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+        auto run = [&](int per_sm) {
+            double best = 1e30;
+            for (int r = 0; r < 5; r++) {
+                CK(cudaEventRecord(e0)); empty_block<<<sms * per_sm, 32, optin>>>(); CK(cudaEventRecord(e1));
+                CK(cudaEventSynchronize(e1)); best = std::min(best, (double)time_ms(e0, e1));
+            }
+            return best * 1e-3 * sm_mhz * 1e6;  // cycles
+        };
+        double per_block = marginal(run, 64);
+        emit("block_launch_cycles", num(per_block));
+        emit("block_launch_ns", num(per_block / sm_mhz * 1e3));
     }
 
     std::printf("{\n%s\n}\n", json.c_str());
