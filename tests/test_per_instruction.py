@@ -65,6 +65,11 @@ def test_rows_add_up_to_the_run_totals(workload, params, simt, memory):
         assert not any("memory" in r for r in rows)
 
 
+def line_of(path, text: str) -> int:
+    """The 1-based line of the first line of `path` that holds `text`."""
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
 def test_a_yaml_program_lists_every_instruction_in_program_order_by_pc_and_line():
     """Every instruction line of the program is a row (the never-executed ones with zeros), keyed by its pc and
     source line, in pc order, the implicit EXIT last with no line; an if adds its BSSY, BRA and BSYNC."""
@@ -73,7 +78,9 @@ def test_a_yaml_program_lists_every_instruction_in_program_order_by_pc_and_line(
     assert [r["opcode"] for r in rows] == ["EXIT", "LDG.E", "BSSY", "BRA", "FMUL", "STG.E", "FADD", "STG.E",
                                            "BSYNC", "EXIT"]
     assert rows[-1]["line"] is None and all(isinstance(r["line"], int) for r in rows[:-1])
-    assert rows[1]["line"] == 23 and rows[2]["line"] == rows[3]["line"] == rows[8]["line"] == 24
+    load = line_of(ROOT / "workloads/microbench/divergence.yaml", "op: LDG.E")
+    branch = load + 1  # the if right after the load: its BSSY, BRA and BSYNC
+    assert rows[1]["line"] == load and rows[2]["line"] == rows[3]["line"] == rows[8]["line"] == branch
     _, rows = observed(SMEM, sms=1)  # width 4: the 8- and 16-byte loops never run
     assert [(r["opcode"], r["executions"]) for r in rows] == [
         ("LDS", 512), ("STS", 512), ("LDS.64", 0), ("STS.64", 0), ("LDS.128", 0), ("STS.128", 0), ("EXIT", 8)]
@@ -81,16 +88,17 @@ def test_a_yaml_program_lists_every_instruction_in_program_order_by_pc_and_line(
 
 def test_the_conflicting_shared_memory_lines_carry_the_conflicts():
     """Stride 32 words: every 4-byte request takes 32 wavefronts, 31 of them conflicts; they sit on the LDS and
-    STS lines (26, 27), nothing else has shared traffic."""
+    STS lines, nothing else has shared traffic."""
     result, rows = observed(SMEM, sms=1, params=dict(stride=32, iters=8))
     by_line = {r["line"]: r for r in rows}
-    for line, kind in ((26, "ld"), (27, "st")):
+    lds, sts = line_of(SMEM, "{op: LDS,"), line_of(SMEM, "{op: STS,")
+    for line, kind in ((lds, "ld"), (sts, "st")):
         row, memory = by_line[line], by_line[line]["memory"]
         assert row["executions"] == 64
         assert memory["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] == 32 * 64
         assert memory["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"] == 31 * 64
         assert memory[f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{kind}.sum"] == 31 * 64
-    assert [r["line"] for r in rows if "memory" in r] == [26, 27]
+    assert [r["line"] for r in rows if "memory" in r] == [lds, sts]
     assert_rows_add_up(rows, result.metrics)
 
 

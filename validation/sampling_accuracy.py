@@ -92,22 +92,26 @@ def replicated_trace(directory: Path) -> Path:
 NOT_SIMULATED = ("description", "bound")  # a workload's keys that change what it says, not what it does
 
 
-def engine_digest() -> str:
-    """A digest of the sources a full run's result depends on (the engine, the memory model, the instruction set,
-    the arch files and workloads): a stored full run is reused while it is unchanged. The YAML files count by
-    their content (comments, a workload's description and its `bound:` left out)."""
+def _yaml_content(path: Path) -> bytes:
+    """A YAML file as what it says, not how: its data (comments, a workload's description and `bound:` left out)."""
+    data = yaml.safe_load(path.read_text())
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in NOT_SIMULATED}
+    return json.dumps(data, sort_keys=True, default=str).encode()
+
+
+def engine_digest(workload: str, arch: str) -> str:
+    """A digest of what one row's full run depends on: the engine, the memory model, the instruction set and the
+    trace reader (their sources), the row's arch file and its workload (their content): a stored full run is
+    reused while it is unchanged."""
     h = hashlib.sha256()
-    for folder in ("gpusim/engine", "gpusim/memory", "gpusim/workload", "gpusim/trace", "arch", "workloads"):
-        for path in sorted((ROOT / folder).rglob("*")):
-            if path.suffix == ".py":
-                h.update(str(path.relative_to(ROOT)).encode())
-                h.update(path.read_bytes())
-            elif path.suffix == ".yaml":
-                data = yaml.safe_load(path.read_text())
-                if isinstance(data, dict):
-                    data = {k: v for k, v in data.items() if k not in NOT_SIMULATED}
-                h.update(str(path.relative_to(ROOT)).encode())
-                h.update(json.dumps(data, sort_keys=True, default=str).encode())
+    for folder in ("gpusim/engine", "gpusim/memory", "gpusim/workload", "gpusim/trace"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            h.update(str(path.relative_to(ROOT)).encode())
+            h.update(path.read_bytes())
+    h.update(_yaml_content(ROOT / "arch" / f"{arch}.yaml"))
+    source = TRACE if workload == "TRACE" else ROOT / workload
+    h.update(source.read_bytes() if workload == "TRACE" else _yaml_content(source))
     return h.hexdigest()[:16]
 
 
@@ -226,7 +230,7 @@ def main() -> int:
         sys.exit(f"sampling_accuracy.py: --rows {unknown[0]!r} starts no row's label; expected the start of one of: "
                  + ", ".join(repr(row[0]) for row in ROWS))
     archs = [a for a in args.arch.split(",") if a]
-    digest, stored = engine_digest(), stored_full_runs()
+    stored = stored_full_runs()
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         trace = str(replicated_trace(Path(tmp))) if TRACE.exists() else None
@@ -239,7 +243,7 @@ def main() -> int:
                 continue
             selected += [(label, workload, path, params, arch) for arch in row_archs if not archs or arch in archs]
         for label, workload, path, params, arch in selected:  # full runs first, each stored as soon as it is made
-            old = stored.get((label, arch))
+            digest, old = engine_digest(workload, arch), stored.get((label, arch))
             if old is not None and old.get("engine_digest") == digest and not args.refresh:
                 continue
             full = one((label, workload, path, params, arch, "off"))
