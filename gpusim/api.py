@@ -532,12 +532,6 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
             if pilot_run.partial:
                 raise parallel.RunsInterrupted
             stagger = int(pilot_run.metrics["gpu_sim_cycle"])
-            if pilot.trips:  # the pilot's trips alone, without its fixed start and end: the same run at 0 trips (an
-                # even count, as the plan's: a ring of stages indexed from the loop's full count keeps its parity)
-                short_run = reduced(attrs.evolve(pilot, trips=0), None, interrupt)
-                if short_run.partial:
-                    raise parallel.RunsInterrupted
-                stagger = trips_spread(stagger, short_run.metrics["gpu_sim_cycle"], pilot.trips)
             l2 = _shadow_for_runs(plan, pilot, pilot_run.metrics, points, "the pilot run")
             base[:] = pilot.blocks, pilot_run.metrics["smsp__inst_executed.sum"]
         elif plan.trips_over_waves:  # no pilot, but waves that may share data
@@ -589,6 +583,25 @@ def _run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, 
         midpoint_tried = False
         while not plan.trips_asked:
             why = ramp_only(points, results) if plan.staggered else None
+            if why and short_run is None and pilot is not None and pilot.trips:
+                # all ramp: first the start spread of the pilot's trips alone, without its fixed start and end (the
+                # same run at 0 trips: an even count, as the plan's, so a ring of stages indexed from the loop's
+                # full count keeps its parity); the runs again at that spread where it is shorter
+                short_run = reduced(attrs.evolve(pilot, trips=0), None, interrupt)
+                if short_run.partial:
+                    raise parallel.RunsInterrupted
+                spread = trips_spread(stagger, short_run.metrics["gpu_sim_cycle"], pilot.trips)
+                if spread < stagger:
+                    dropped += list(zip(points, results))
+                    stagger = spread
+                    plan = attrs.evolve(plan, reason=f"{plan.reason} (spread over the pilot's trips alone, "
+                                                     f"{spread:,} cycles: {why})")
+                    if callable(start):
+                        start(f"{kernel.name} (sampled: {len(points)} runs at a shorter start spread)",
+                              sum(p.blocks for p in points), sum(p.warp_insts for p in points))
+                    base[:] = 0, 0
+                    results = run_all(list(range(len(points))))
+                    continue
             longer = None
             # (a streaming kernel's cold runs break DRAM's limit until the warm L2's runs below take their place)
             if why is None and refine and (l2 is not None or warm_plan(plan, [(p, r.metrics) for p, r in

@@ -386,21 +386,16 @@ def test_staggered_start_spreads_the_first_blocks_and_later_ones_start_on_retire
 
 
 def test_a_plan_sampling_waves_and_trips_is_staggered_by_its_pilot_run():
-    """Waves sampled with loop trips: pilot runs (the tail alone at STAGGER_TRIPS trips and at none) come first and
-    the cycles of the pilot's trips (without its fixed start and end) are the spread the other runs start their
-    first blocks over; the record names them."""
-    from gpusim.sampling.runner import trips_spread
-
+    """Waves sampled with loop trips: a pilot run (the tail alone at STAGGER_TRIPS trips) comes first and its
+    cycles are the spread the other runs start their first blocks over; the record names both."""
     result = run(GEMM, "h100", params=dict(M=1024, N=512, K=1024), sms=4, sample="on")
     sampling = result.sampling
-    assert sampling["method"] == "loop trips and waves" and "pilot runs" in sampling["detail"]
+    assert sampling["method"] == "loop trips and waves" and "pilot run" in sampling["detail"]
     pilot = sampling["pilot_run"]
     assert pilot["blocks"] == sampling["tail_blocks"] and pilot["trips"] == 2
-    assert 0 < pilot["no_trip_cycles"] < pilot["cycles"]
-    assert 0 < sampling["stagger_cycles"] == trips_spread(pilot["cycles"], pilot["no_trip_cycles"], 2) < pilot["cycles"]
+    assert sampling["stagger_cycles"] == pilot["cycles"] > 0
     runs = sum(r["warp_instructions"] for r in sampling["simulated_runs"])
-    assert sampling["simulated_warp_instructions"] == (runs + pilot["warp_instructions"]
-                                                       + pilot["no_trip_warp_instructions"])
+    assert sampling["simulated_warp_instructions"] == runs + pilot["warp_instructions"]
     assert "l2_reuse_between_waves" not in sampling  # 2.3 MB between a wave's reuses, in a 50 MB L2
 
 
@@ -764,6 +759,23 @@ def test_ramp_only_names_the_shorter_run_that_never_held_its_launch_at_once():
         "its launch started (6,992): it never held them at once")
 
 
+def test_an_all_ramp_plan_first_narrows_its_start_spread_to_the_pilots_trips():
+    """gemm_multistage on 32 SMs: the pilot's whole cycles (its fixed start and end with its 2 trips) are more than
+    4 trips take, so the runs at 4 trips never hold their blocks at once; the pilot's trips alone (from a run of
+    it at 0 trips) are a shorter spread, and the runs again at that spread do: the loop keeps its trips."""
+    from gpusim.sampling.runner import trips_spread
+
+    sampling = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample="on").sampling
+    pilot = sampling["pilot_run"]
+    assert 0 < pilot["no_trip_cycles"] < pilot["cycles"]
+    assert sampling["stagger_cycles"] == trips_spread(pilot["cycles"], pilot["no_trip_cycles"], 2) < pilot["cycles"]
+    assert "spread over the pilot's trips alone" in sampling["detail"]
+    assert sorted({r["trips"] for r in sampling["simulated_runs"]}) == [2, 4, 8]
+    runs = sampling["simulated_runs"] + sampling["dropped_runs"] + [pilot]
+    assert sampling["simulated_warp_instructions"] == (sum(r["warp_instructions"] for r in runs)
+                                                       + pilot["no_trip_warp_instructions"])
+
+
 def test_a_staggered_plan_whose_short_runs_are_all_ramp_runs_its_loop_longer(monkeypatch):
     """gemm_multistage on 32 SMs: its runs' first blocks start spread over more cycles than 4 of its trips take, so
     the runs at 4 trips never hold their launch's blocks at once; the plan goes on to 8 and 16 trips, reusing the
@@ -771,7 +783,7 @@ def test_a_staggered_plan_whose_short_runs_are_all_ramp_runs_its_loop_longer(mon
     named and counted. Asked for trips (--sample-trips 8), it keeps them."""
     import gpusim.api as api
 
-    # the pilot's whole cycles as the spread (its fixed start and end with its trips): more than 4 trips take
+    # no shorter spread to try (the pilot's trips as long as the whole pilot): the runs at 4 trips stay all ramp
     monkeypatch.setattr(api, "trips_spread", lambda pilot_cycles, no_trip_cycles, trips: pilot_cycles)
     extended = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample="on")
     sampling = extended.sampling
@@ -780,7 +792,7 @@ def test_a_staggered_plan_whose_short_runs_are_all_ramp_runs_its_loop_longer(mon
     assert sorted((r["blocks"], r["trips"]) for r in sampling["dropped_runs"]) == [(64, 2), (128, 4)]
     runs = sampling["simulated_runs"] + sampling["dropped_runs"] + [sampling["pilot_run"]]
     assert sampling["simulated_warp_instructions"] == (sum(r["warp_instructions"] for r in runs)
-                                                       + sampling["pilot_run"]["no_trip_warp_instructions"])
+                                                       + sampling["pilot_run"].get("no_trip_warp_instructions", 0))
     asked = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample_trips=16)
     assert asked.metrics["gpu_sim_cycle"] == extended.metrics["gpu_sim_cycle"]
     kept = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample_trips=8).sampling

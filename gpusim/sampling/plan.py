@@ -240,8 +240,8 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
         reason += f"; {full_waves} full waves of {wave_blocks:,} blocks and a tail of {tail:,}: the tail alone " \
                   f"and after one full wave"
     if sample_waves:
-        reason += "; the first blocks of each run start spread over the time the tail's loop takes for " \
-                  f"{STAGGER_TRIPS} trips (pilot runs at {STAGGER_TRIPS} and 0), as later waves do"
+        reason += "; the first blocks of each run start spread over the time the tail takes for " \
+                  f"{STAGGER_TRIPS} trips (a pilot run), as later waves do"
     return Plan(method, reason, **base, loop_lines=lines, trips=trips, points=tuple(points), staggered=sample_waves,
                 trips_asked=trips_wanted is not None)
 
