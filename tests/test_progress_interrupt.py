@@ -151,9 +151,12 @@ def test_on_a_terminal_a_bar_appears_after_a_second_and_goes_at_the_end():
     assert out.getvalue() == ""  # a short run shows nothing
     clock.now += 1.5
     p.update(3, 45_678, 140_000)
-    shown = out.getvalue()
-    assert "gemm_tile128" in shown and "3/1,024 blocks" in shown and "cycle 45,678" in shown
-    assert "70,000 warp-inst/s" in shown and "ETA" in shown
+    assert p._bar is not None  # the bar is up: what it shows (its task's fields, whatever the terminal renders)
+    bar, task = p._bar
+    fields = bar.tasks[0].fields
+    assert bar.tasks[0].description == "gemm_tile128" and bar.tasks[0].completed == 140_000
+    assert fields["blocks"] == "3/1,024 blocks" and fields["cycle"] == "cycle 45,678"
+    assert fields["rate"] == "70,000 warp-inst/s" and fields["eta"].startswith("ETA")
     p.stop()
     assert p._bar is None
 
