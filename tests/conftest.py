@@ -1,4 +1,6 @@
+import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +40,16 @@ def occupancy_oracle(tmp_path_factory):
 def block_size_oracle(tmp_path_factory):
     """CUDA's block-size advisor (cudaOccMaxPotentialOccupancyBlockSize and its VariableSMem variant)."""
     return _compile_oracle(tmp_path_factory, "block_size_oracle")
+
+
+def bare_env(tmp_path, tools: dict[str, str] | None = None) -> dict:
+    """An environment whose PATH holds only the given fake tools (and the running Python), no CUDA_HOME."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, script in (tools or {}).items():
+        path = bin_dir / name
+        path.write_text(script)
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}"
+    return env

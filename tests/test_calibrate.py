@@ -7,10 +7,8 @@ format with every later measurement (shared-memory latency, atomics, per-SM and 
 precision, SFU, block launch, TLB, constant cache)."""
 
 import json
-import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +22,7 @@ from gpusim.calibrate import Calibration, Results, calibrate, dry_run
 from gpusim.calibrate import device
 from gpusim.calibrate.run import ADDITIVE, PROPORTIONAL, load_compare
 from gpusim.errors import GpusimError
+from .conftest import bare_env
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "validation/results/h200-2026-11-29.json"
@@ -174,21 +173,8 @@ def test_the_madeup_results_give_every_later_compare_row():
 
 # --- the command line ------------------------------------------------------------------------------------------
 
-def _bare_env(tmp_path, tools: dict[str, str] | None = None) -> dict:
-    """An environment whose PATH holds only the given fake tools (and the running Python)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    for name, script in (tools or {}).items():
-        path = bin_dir / name
-        path.write_text(script)
-        path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
-    env["PATH"] = f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}"
-    return env
-
-
 def test_without_a_gpu_and_without_from_it_is_one_line(tmp_path):
-    proc = _cli("calibrate", "-o", str(tmp_path / "x.yaml"), env=_bare_env(tmp_path))
+    proc = _cli("calibrate", "-o", str(tmp_path / "x.yaml"), env=bare_env(tmp_path))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and "no NVIDIA GPU" in proc.stderr and "--from" in proc.stderr
     assert not (tmp_path / "x.yaml").exists()
@@ -218,7 +204,7 @@ def test_on_a_gpu_it_builds_runs_and_saves_the_results(tmp_path):
             f">> {tmp_path}/arch.txt;; esac; shift; done\n"
             f"printf '#!/bin/sh\\n{cat} {tmp_path}/run.json\\n' > \"$out\"\n"
             f"{chmod} +x \"$out\"\n")
-    env = _bare_env(tmp_path, {"nvidia-smi": smi, "nvcc": nvcc})
+    env = bare_env(tmp_path, {"nvidia-smi": smi, "nvcc": nvcc})
     out = tmp_path / "m16.yaml"
     proc = _cli("calibrate", "-o", str(out), "--base", "h100", "--no-check", env=env)
     assert proc.returncode == 0, proc.stderr

@@ -4,10 +4,8 @@ invented times at small sizes in the twins' format), stand-ins for nvidia-smi an
 nvcc is installed, every twin compiled as `gpusim validate` builds it."""
 
 import json
-import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +17,7 @@ from gpusim.calibrate import device
 from gpusim.calibrate import validate as v
 from gpusim.errors import GpusimError
 from gpusim.workload import load_workload
+from .conftest import bare_env
 
 ROOT = Path(__file__).resolve().parents[1]
 STORED = ROOT / "tests/calibration/validate-results.json"
@@ -123,20 +122,8 @@ def test_validate_on_a_calibrated_file(tmp_path):
     assert proc.stdout.splitlines()[-2] == f"1 kernels simulated on {arch}"
 
 
-def _bare_env(tmp_path, tools=None):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    for name, script in (tools or {}).items():
-        path = bin_dir / name
-        path.write_text(script)
-        path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    env = {k: val for k, val in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
-    env["PATH"] = f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}"
-    return env
-
-
 def test_without_a_gpu_and_without_from_it_is_one_line(tmp_path):
-    proc = _cli("validate", env=_bare_env(tmp_path))
+    proc = _cli("validate", env=bare_env(tmp_path))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and "no NVIDIA GPU" in proc.stderr
 
@@ -157,7 +144,7 @@ def test_on_a_gpu_it_builds_and_times_the_twins(tmp_path):
             f"-arch=*) echo \"$1\" >> {tmp_path}/arch.txt;; *.cu) src=\"$1\";; esac; shift; done\n"
             f"name=$({base} \"$src\" .cu)\nprintf '#!/bin/sh\\n{cat} {lines}/%s.json\\n' \"$name\" > \"$out\"\n"
             f"{chmod} +x \"$out\"\n")
-    env = _bare_env(tmp_path, {"nvidia-smi": smi, "nvcc": nvcc})
+    env = bare_env(tmp_path, {"nvidia-smi": smi, "nvcc": nvcc})
     out = tmp_path / "measured.json"
     proc = _cli("validate", "--kernels", "vecadd,gemm_hopper_ws", "--out", str(out), env=env)
     assert proc.returncode == 0, proc.stderr

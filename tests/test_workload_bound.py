@@ -47,3 +47,21 @@ def test_a_run_at_the_default_size_is_bound_by_the_named_unit(path, arch, unit):
     assert busiest == unit, (path.name, arch, shown)
     if unit != "latency":
         assert pct >= BOUND_FLOOR
+
+
+@pytest.mark.parametrize("bound, expected", [
+    ("tensor", "bound: expected a mapping of arch names to units"),
+    ("{h100: fastest}", "bound: 'h100': 'fastest': expected an arch name and one of tensor, fma"),
+    ("{}", "bound: expected a mapping of arch names to units"),
+])
+def test_a_bad_bound_is_a_one_line_error_naming_the_file_and_field(tmp_path, bound, expected):
+    from gpusim.workload.yamlio import WorkloadError
+
+    text = (ROOT / "workloads/vecadd.yaml").read_text()
+    start = text.index("\nbound:") + 1
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text[:start] + f"bound: {bound}\n" + text[text.index("\n", start) + 1:])
+    with pytest.raises(WorkloadError) as err:
+        load_workload(bad)
+    message = str(err.value)
+    assert "\n" not in message and str(bad) in message and expected in message
