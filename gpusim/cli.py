@@ -847,7 +847,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT (issue 13 adds partial metrics)
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT (with the metrics so far)
         print("interrupted", file=sys.stderr)
         return 130
 

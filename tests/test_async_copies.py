@@ -1,4 +1,4 @@
-"""Asynchronous copies, mbarriers and warpgroup MMA (issue 16, items 1, 2 and 7): cp.async (LDGSTS, LDGDEPBAR,
+"""Asynchronous copies, mbarriers and warpgroup MMA: cp.async (LDGSTS, LDGDEPBAR,
 DEPBAR), TMA / bulk copies completing on mbarriers (UTMALDG, SYNCS), wgmma (HGMMA, WARPGROUP.DEPBAR), and the
 multistage GEMM built on them. Each test states its rule; the kernels are small YAML programs written here."""
 

@@ -1,4 +1,4 @@
-"""Blackwell's tcgen05 in YAML workloads (issue 16, item 2): tensor memory allocated by columns, MMA issued by one
+"""Blackwell's tcgen05 in YAML workloads: tensor memory allocated by columns, MMA issued by one
 thread into tensor memory on the SM's whole tensor core, UTCBAR commits on mbarriers, LDTM / STTM. The warp-specialised
 UMMA GEMM beats mma.sync on a B200, never runs above the part's peak, never lets an accumulator be read before its MMA
 completed, and is refused where tcgen05 does not exist; allocations that cannot be met are one-line errors, those

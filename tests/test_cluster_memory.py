@@ -1,4 +1,4 @@
-"""Thread block clusters working together (issue 16, item 3): distributed shared memory over the SM-to-SM network
+"""Thread block clusters working together: distributed shared memory over the SM-to-SM network
 (LDS / STS / ATOMS with `peer`), remote mbarrier arrivals, TMA multicast and cluster barriers (UCGABAR_ARV /
 UCGABAR_WAIT), and the steps an SM is owed when an event on another SM wakes one of its warps. Each test states its
 rule; the kernels are small YAML programs written here."""

@@ -1,4 +1,4 @@
-"""The Hopper workloads (issue 16, item 7): the warp-specialised GEMM (TMA producer, wgmma consumers, mbarrier
+"""The Hopper workloads: the warp-specialised GEMM (TMA producer, wgmma consumers, mbarrier
 ring, clusters of 2 sharing B by multicast) and the FlashAttention-3-style attention run on H100, beat their
 mma.sync counterparts, and are refused in one line where their instructions do not exist. Small sizes on a few SMs
 (seconds each); the numbers at larger sizes are in the README."""

@@ -1,4 +1,4 @@
-"""Hostile workload expressions (issue 12): whatever the text, compiling and evaluating it gives a real, finite
+"""Hostile workload expressions: whatever the text, compiling and evaluating it gives a real, finite
 number within 64 bits or a one-line GpusimError naming the field, in bounded time, with no numpy warning.
 Hand-written cases for each rule first, then hypothesis generators (random grammar, deep nesting, long sums,
 nested powers, huge literals, many names, unicode and control characters, division by zero, complex powers),

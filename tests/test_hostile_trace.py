@@ -1,4 +1,4 @@
-"""Hostile trace input (issue 12): a malformed, truncated, overlong or endless trace or command list ends in a
+"""Hostile trace input: a malformed, truncated, overlong or endless trace or command list ends in a
 one-line GpusimError naming the file and line and what was expected, in bounded time and memory; what the format
 can hold but a real tracer would not write is a counted warning. Hand-written cases for each rule first, then
 hypothesis mutations of a small valid trace, each run in a worker process with an address-space limit and an

@@ -1,4 +1,4 @@
-"""Hostile input to workloads, the command line and gpusim.run (issue 12): every case ends in a result or in a
+"""Hostile input to workloads, the command line and gpusim.run: every case ends in a result or in a
 one-line GpusimError naming the file, line or flag and what was expected, in bounded time, with no traceback,
 hang, stray warning or silent clamp. Regression tests first, then generators that mutate the shipped workloads
 and draw argument lists and keyword arguments (each case under a time limit; their counts are printed, -s)."""
@@ -316,7 +316,7 @@ def test_the_json_record_never_holds_nan_or_infinity():
 # --- 3. Ctrl-C --------------------------------------------------------------------------------------------------
 
 def test_ctrl_c_during_a_run_is_one_line_and_exit_130():
-    """Ctrl-C while the simulation runs: the metrics so far under one line that says so (issue 13), exit 130."""
+    """Ctrl-C while the simulation runs: the metrics so far under one line that says so, exit 130."""
     proc = subprocess.Popen([sys.executable, "-m", "gpusim", "run", "workloads/microbench/fma_peak.yaml", "--arch",
                              "h100", "--set", "iters=4000", "--sms", "2", "--sample", "off"],  # 30 s or more in full
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -504,7 +504,7 @@ def _statements(body):
 def _must_fail(data) -> str | None:
     """Why a (mutated) workload must be refused rather than run, if it must: a literal loop count or repeat
     that is negative, true/false, fractional or not finite; a non-finite parameter; a loop var shadowing a
-    built-in, parameter or buffer (each was a silent clamp or a silent use before issue 12)."""
+    built-in, parameter or buffer (none is a silent clamp or a silent use)."""
     if not isinstance(data, dict):
         return None
     params = data.get("params") if isinstance(data.get("params"), dict) else {}
@@ -525,7 +525,7 @@ def _must_fail(data) -> str | None:
 @st.composite
 def mutated_workloads(draw):
     """(shipped file, mutated data): one to three mutations: anywhere, a value replaced by a hostile one, a key
-    dropped or added; or aimed at what issue 12 names: a parameter, a loop count or repeat, a loop var, the
+    dropped or added; or aimed at what the hostile-input rules name: a parameter, a loop count or repeat, a loop var, the
     kernel's name. Some must be refused, never run (_must_fail)."""
     path = draw(st.sampled_from(SHIPPED))
     data = json.loads(json.dumps(SHIPPED_DATA[path]))

@@ -1,4 +1,4 @@
-"""Hostile YAML and architecture files (issue 12): every input ends in a result or a one-line GpusimError that
+"""Hostile YAML and architecture files: every input ends in a result or a one-line GpusimError that
 names the file (and line or key), within bounded time and memory; nothing is silently clamped or accepted.
 
 The first half pins each root cause with a small example; the second half generates mutations of the shipped

@@ -1,4 +1,4 @@
-"""Register-file banks and the operand collector (issue 16, item 5; seed 2.3.4). Each test states its rule."""
+"""Register-file banks and the operand collector (seed 2.3.4). Each test states its rule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sampled simulation (issue 13): the plan a kernel gets, the projection against full runs on small sizes, exact
+"""Sampled simulation: the plan a kernel gets, the projection against full runs on small sizes, exact
 counts staying exact, determinism, and the record and table saying what was simulated and what projected."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`gpusim run --arch a,b --scheduler x,y|all` (issue 14, item 3): one table, a column per run with its ratio to
+"""`gpusim run --arch a,b --scheduler x,y|all`: one table, a column per run with its ratio to
 the first, and a JSON record per run."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Speed of light (issue 14, item 4): each unit's percent of its peak, compute and memory throughput as the busiest
+"""Speed of light: each unit's percent of its peak, compute and memory throughput as the busiest
 unit of each kind, arithmetic intensity; the bound unit of a bandwidth kernel and a tensor kernel is the one near
 100%, and none is above it."""
 
