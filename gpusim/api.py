@@ -26,7 +26,7 @@ from .workload import Kernel, WorkloadError, kernel_mix, load_workload
 from .workload.expr import ExprError
 from .workload.kernel import check_override
 from .workload.overrides import LaunchOverrides, apply_launch_overrides, check_launch_overrides
-from .workload.opcodes import refusal, unsupported_warning
+from .isa.opcodes import refusal, unsupported_warning
 from .sampling.plan import (MIN_FULL_WAVES_ALONE, SAMPLE_MODES, Plan, Point, extend_trips, hot_loops, make_plan,
                             midpoint_check, with_trips)
 from .sampling.plan import check_sample_trips  # (run's and sweep's check of --sample-trips)

@@ -25,8 +25,8 @@ from pathlib import Path
 # Compiled together as one group (they call each other natively). What a user may replace (memory models,
 # observers) is reached through duck typing; the scheduling policies allow interpreted subclasses.
 COMPILED = (
-    "gpusim/workload/opinfo.py",
-    "gpusim/workload/inst.py",
+    "gpusim/isa/opinfo.py",
+    "gpusim/isa/inst.py",
     "gpusim/engine/timing.py",
     "gpusim/engine/scheduler.py",
     "gpusim/engine/warp.py",

@@ -15,7 +15,7 @@ from gpusim.api import run
 from gpusim.engine.timing import TimingTable
 from gpusim.stats.invariants import violations
 from gpusim.workload import load_workload
-from gpusim.workload.opcodes import lookup
+from gpusim.isa.opcodes import lookup
 
 from .conftest import ROOT, run_cli
 

@@ -60,7 +60,7 @@ def test_warpgroup_mma_reaches_the_dense_peak_where_hmma_does_not(tmp_path):
     the tensor clock (1830 MHz): per core clock (1980 MHz, simulated time) that is 1024 x 1830/1980 FLOP per
     sub-partition, never more (within one cycle's rounding); mma.sync runs at its measured lower rate."""
     from gpusim.engine.timing import TimingTable
-    from gpusim.workload.opcodes import lookup
+    from gpusim.isa.opcodes import lookup
 
     spec = gpusim.load_arch("h100")
     table = TimingTable(spec)

@@ -17,7 +17,7 @@ from gpusim.api import run
 from gpusim.stats.declared import undeclared
 from gpusim.stats.invariants import violations
 from gpusim.workload import load_workload
-from gpusim.workload.opcodes import refusal
+from gpusim.isa.opcodes import refusal
 from gpusim.workload.program import program_infos
 
 REPO = Path(__file__).resolve().parents[1]

@@ -265,8 +265,8 @@ def test_shared_block_walker_is_used_where_it_can_be(tmp_path):
 def test_a_warps_queue_is_first_in_first_out_and_stays_at_most_twice_what_waits():
     """A block walker's per-warp queue (InstQueue, a list read from a moving head): what goes in comes out in order,
     and a warp that lags behind its block (its queue never quite empty) does not keep what it has already read."""
-    from gpusim.workload.inst import InstQueue, WarpInst
-    from gpusim.workload.opcodes import lookup
+    from gpusim.isa.inst import InstQueue, WarpInst
+    from gpusim.isa.opcodes import lookup
 
     ffma = lookup("FFMA")
     queue = InstQueue()

@@ -1,4 +1,4 @@
-"""Tensor-core rates by precision (pipelines.tensor.rates, gpusim.arch.tensor): NVIDIA's figures, consistent with the
+"""Tensor-core rates by precision (pipelines.tensor.rates, gpusim.isa.tensor): NVIDIA's figures, consistent with the
 FP16 peak the engine uses, and the opcode -> precision mapping the timing table reads."""
 
 import json
@@ -9,7 +9,7 @@ import pytest
 from gpusim import ArchError, GpusimError, load_arch
 from gpusim.arch import arch_dir, parse_arch
 from gpusim.arch.load import read_yaml
-from gpusim.arch.tensor import (PRECISIONS, available_precisions, fp16_peak, is_sparse, mma_precision,
+from gpusim.isa.tensor import (PRECISIONS, available_precisions, fp16_peak, is_sparse, mma_precision,
                                 precision_scale, require_tensor_rate, tensor_rate)
 
 from .conftest import ARCH_NAMES, run_cli

@@ -16,7 +16,7 @@ from gpusim.arch import load_arch
 from gpusim.trace import TraceError, TraceStreams, load_trace, read_command_list
 from gpusim.trace.format import LineError, decode_addresses, parse_instruction
 from gpusim.trace.mix import trace_mix
-from gpusim.workload.opcodes import FAMILIES, family_of, lookup
+from gpusim.isa.opcodes import FAMILIES, family_of, lookup
 
 from .conftest import ROOT, run_cli
 
@@ -363,7 +363,7 @@ def test_instruction_line_fields_and_line_numbers():
 
 # --- the opcode tables -----------------------------------------------------------------------------------------
 def test_each_family_table_extends_the_one_before():
-    from gpusim.workload.opcodes import _TABLES
+    from gpusim.isa.opcodes import _TABLES
 
     for older, newer in zip(FAMILIES, FAMILIES[1:]):
         assert set(_TABLES[older]) <= set(_TABLES[newer])

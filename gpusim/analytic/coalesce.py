@@ -8,12 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-_LANE_BITS = np.arange(32, dtype=np.uint64)
-
-
-def active_lanes(mask: int, lanes: int = 32) -> np.ndarray:
-    """Boolean lane selector for a lane bitmask."""
-    return ((np.uint64(mask) >> _LANE_BITS[:lanes]) & np.uint64(1)).astype(bool)
+from ..isa.lanes import active_lanes
 
 
 def sector_list(addrs: np.ndarray, width: int, mask: int, sector_bytes: int = 32) -> list[int]:

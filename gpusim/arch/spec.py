@@ -239,7 +239,7 @@ def _rate(precision: str):
 
 @attrs.frozen
 class TensorRates:
-    """Tensor-core peaks by input precision, per SM per tensor clock (gpusim.arch.tensor reads them). fp16 is
+    """Tensor-core peaks by input precision, per SM per tensor clock (gpusim.isa.tensor reads them). fp16 is
     the dense_fp16_flops_per_clock peak the engine uses, per SM; the others are NVIDIA's figures in the same
     unit (TFLOPS / (SMs x tensor clock)). int8 and int4 count integer operations."""
 

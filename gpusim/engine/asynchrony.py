@@ -46,9 +46,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..arch.tensor import mma_precision
+from ..isa.tensor import mma_precision
 from ..errors import GpusimError
-from ..workload.opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, MBARRIER_ARRIVE, MBARRIER_INIT,
+from ..isa.opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, MBARRIER_ARRIVE, MBARRIER_INIT,
                                 MBARRIER_WAIT, MMA, TMEM_ALLOC, TMEM_COPY, TMEM_FREE, TMEM_LOAD, TMEM_STORE,
                                 TMEM_STORE_WAIT, UMMA, UMMA_COMMIT, WAIT_COPIES, WAIT_MMA, WARPS_PER_WARPGROUP)
 from . import clusters, tensor_memory

@@ -15,7 +15,7 @@ from . import asynchrony, clusters
 from .scheduler import LooseRoundRobin, Policy
 from .timing import BOARD_BITS, LONG, NONE, PIPES, OpTiming, TimingTable
 from ..memory.hierarchy import MemoryHierarchy
-from ..workload.inst import WarpInst, next_inst
+from ..isa.inst import WarpInst, next_inst
 from .warp import Warp, accumulating_operands_ready, operands_ready
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ What is modelled (numbers from the arch file's pipelines.tensor.tensor_memory, e
   instruction of one warp for the whole CTA (the issuing warp only spends its issue slot). It runs on the SM's
   tensor core, the four sub-partitions' tensor pipes together, in issue order with every other tcgen05 MMA and
   copy of the SM: its shape padded to the core's step (mma_tile_m x mma_tile_n) at the part's dense rate for its
-  input precision (gpusim.arch.tensor.umma_cycles); warp-level MMA (HMMA) of any sub-partition waits for it, and it
+  input precision (gpusim.isa.tensor.umma_cycles); warp-level MMA (HMMA) of any sub-partition waits for it, and it
   for them. Its accumulator is in tensor memory: the block must hold columns. It completes mma_latency cycles after
   its last step. With `.2CTA` (cta_group::2) it runs on the tensor cores of both SMs of the CTA pair (ranks 2r and
   2r + 1 of the cluster) at once, each doing half the rows. The queue has no depth limit: a B200 takes hundreds of
@@ -43,9 +43,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..arch.tensor import umma_cycles
+from ..isa.tensor import umma_cycles
 from ..errors import GpusimError
-from ..workload.opcodes import tmem_columns
+from ..isa.opcodes import tmem_columns
 from . import clusters
 
 MISC, SHORT, THROTTLE = "misc", "short_scoreboard", "math_pipe_throttle"

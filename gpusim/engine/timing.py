@@ -9,12 +9,12 @@ import math
 from typing import Final
 
 from ..arch import ArchSpec
-from ..arch.tensor import is_sparse, mma_precision, precision_scale
+from ..isa.tensor import is_sparse, mma_precision, precision_scale
 from ..analytic.register_banks import RegisterBanks
-from ..workload.opcodes import (ASYNC_MMA, BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, LDST_GLOBAL, LDST_LOCAL,
+from ..isa.opcodes import (ASYNC_MMA, BARRIER, BRANCH, FP32, FP64, INT32, LDST_CONST, LDST_GLOBAL, LDST_LOCAL,
                                 LDST_SHARED, MISC, PIPELINE_CLASSES, SFU, TCGEN05_MMA, TENSOR, WARPGROUP_MMA,
                                 async_kind, commits_group, refusal, tmem_columns)
-from ..workload.opinfo import OpInfo
+from ..isa.opinfo import OpInfo
 
 # Scoreboards (what a dependent instruction waits on) and the stall reason each produces.
 WAIT: Final = "wait"
@@ -71,10 +71,10 @@ class OpTiming:
         # its interval, which the opcode's own rate sets (an H100's mma.sync takes 1.5 times its FLOP's share of
         # the dense peak)
         self.tensor_pipe_cycles = 0.0
-        self.async_kind = ""  # gpusim.workload.opcodes.async_kind: what gpusim.engine.asynchrony does with it
+        self.async_kind = ""  # gpusim.isa.opcodes.async_kind: what gpusim.engine.asynchrony does with it
         self.commits = False  # a warpgroup MMA that closes its wgmma group (.GSB0)
         self.chains = False  # a warpgroup MMA: the tensor core orders the writes to its accumulators itself
-        self.refused = ""  # why a YAML workload may not use it on this arch (gpusim.workload.opcodes.refusal)
+        self.refused = ""  # why a YAML workload may not use it on this arch (gpusim.isa.opcodes.refusal)
 
     def __repr__(self) -> str:
         return (f"OpTiming(pipe={self.pipe!r}, interval={self.interval}, latency={self.latency}, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..workload.inst import WarpInst
+from ..isa.inst import WarpInst
 from .timing import BOARD_BITS, BOARD_MASK, LONG, SHORT, WAIT, OpTiming
 
 if TYPE_CHECKING:

@@ -43,7 +43,7 @@ import numpy as np
 from ..analytic.banks import atomic_wavefronts, ideal_wavefronts, wavefronts
 from ..analytic.coalesce import active_lanes, sector_list
 from ..errors import GpusimError
-from ..workload.inst import WarpInst, lane_offsets
+from ..isa.inst import WarpInst, lane_offsets
 from .cache import SectoredCache
 
 L1: Final = 0

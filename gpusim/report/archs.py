@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..arch import known_archs, load_arch
-from ..arch.tensor import PRECISIONS, tensor_rate
+from ..isa.tensor import PRECISIONS, tensor_rate
 
 
 def tensor_rows(spec) -> tuple[dict, dict]:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..workload import Kernel, Mix, warp_stream
 from ..trace import TraceStreams
-from ..workload.opcodes import PIPELINE_CLASSES
+from ..isa.opcodes import PIPELINE_CLASSES
 from .text import plain
 
 

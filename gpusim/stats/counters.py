@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..workload.opcodes import PIPELINE_CLASSES
+from ..isa.opcodes import PIPELINE_CLASSES
 
 # Every resident warp, every cycle, is in exactly one of these states (Nsight Compute's stall reasons,
 # with `selected` for the cycle it issues).

@@ -14,8 +14,8 @@ import attrs
 import numpy as np
 
 from ..workload.kernel import Launch
-from ..workload.opcodes import MISC, OpInfo, family_of, lookup
-from ..workload.stream import WarpInst
+from ..isa.opcodes import MISC, OpInfo, family_of, lookup
+from ..isa.inst import WarpInst
 from .format import LineError, parse_instruction
 from . import reader
 from .reader import TraceError, TraceFile, TraceHeader

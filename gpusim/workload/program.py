@@ -7,11 +7,11 @@ from typing import Callable
 
 import attrs
 
-from ..arch.tensor import TCGEN05_SHAPE_NEEDED
+from ..isa.tensor import TCGEN05_SHAPE_NEEDED
 from ..errors import shorten
 from .expr import Expr, ExprError, compile_expr
-from .inst import AsyncOperands
-from .opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, DSMEM, DSMEM_OPS, MBARRIER_ARRIVE, MBARRIER_INIT,
+from ..isa.inst import AsyncOperands
+from ..isa.opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, DSMEM, DSMEM_OPS, MBARRIER_ARRIVE, MBARRIER_INIT,
                       MBARRIER_WAIT, MMA, MMA_FENCE, SYNCS_FORMS, TMEM_ALLOC, TMEM_COPY, TMEM_FREE, TMEM_LOAD, TMEM_STORE,
                       TCGEN05_MMA, TMEM_STORE_WAIT, UMMA, UMMA_COMMIT, UTCATOMSWS_FORMS, WAIT_COPIES, WAIT_MMA,
                       WARPGROUP_FORMS, OpInfo, async_kind, lookup, mma_shape)
@@ -57,7 +57,7 @@ class AsyncSpec:
     """An asynchronous instruction's operands as written: expressions (None where absent) and the mbarrier's name
     (it may hold {expression} placeholders, resolved like register names). `fixed`: the one AsyncOperands every
     instance shares when nothing depends on the warp, the trip or the repeat."""
-    kind: str  # gpusim.workload.opcodes.async_kind, or DSMEM (an LDS / STS / ATOMS with a peer)
+    kind: str  # gpusim.isa.opcodes.async_kind, or DSMEM (an LDS / STS / ATOMS with a peer)
     pending: Expr | None
     barrier: str
     nbytes: Expr | None
@@ -271,7 +271,7 @@ class ProgramCompiler:
         info = lookup(op) if isinstance(op, str) else None
         if info is None:
             raise WorkloadError(f"{self.where(item.line)}: unknown opcode {shorten(op)} "
-                                f"(see gpusim.workload.opcodes for the table)")
+                                f"(see gpusim.isa.opcodes for the table)")
         addr = item.get("addr")
         kind = async_kind(info)
         if info.is_memory and addr is None:

@@ -18,9 +18,9 @@ import numpy as np
 
 from ..errors import shorten
 from .expr import Expr, ExprError
-from .inst import InstQueue, QueueStream, WarpInst, deal
+from ..isa.inst import InstQueue, QueueStream, WarpInst, deal
 from .kernel import FULL_MASK, PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
-from .opcodes import BULK, OpInfo
+from ..isa.opcodes import BULK, OpInfo
 from .program import (BRA_INFO, BSSY_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, Reconverge, operand_values,
                       register_placeholders)
 from .yamlio import WorkloadError

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, cast
 
-from ..analytic.coalesce import active_lanes
+from .lanes import active_lanes
 from .opinfo import OpInfo
 
 

@@ -14,8 +14,9 @@ tensor core's step, at its precision's dense rate).
 
 from __future__ import annotations
 
+from ..arch.spec import ArchSpec
 from ..errors import GpusimError
-from .spec import ArchSpec
+from .opcodes import mma_shape
 
 # Narrowest last within each family; floating point first.
 PRECISIONS = ("fp16", "bf16", "tf32", "fp8", "fp6", "fp4", "int8", "int4")
@@ -127,7 +128,6 @@ def umma_cycles(spec: ArchSpec, opcode: str) -> float:
     (tensor_memory.mma_tile_m x mma_tile_n: a smaller M or N takes as long) at the part's dense peak for its input
     precision, per core clock (x tensor_mhz / core_mhz, as for every tensor rate here). A one-line error where the
     part has no tensor memory or no rate for the precision."""
-    from ..workload.opcodes import mma_shape  # (here: gpusim.workload imports gpusim.arch)
 
     memory = spec.pipelines.tensor.tensor_memory
     if memory is None:
