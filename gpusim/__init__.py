@@ -26,19 +26,27 @@ native.use_compiled_if_current()  # before any compiled module is imported
 from .analytic.occupancy import OccupancyResult, max_potential_block_size, occupancy
 from .arch import ArchSpec, known_archs, load_arch
 from .errors import ArchError, GpusimError
+from .version import __version__
 
-__version__ = "0.1.0"
-__all__ = ["ArchError", "ArchSpec", "GpusimError", "OccupancyResult", "RunResult", "known_archs", "load_arch",
-           "max_potential_block_size", "occupancy", "run", "sweep"]
+__all__ = ["ArchError", "ArchSpec", "GpusimError", "OccupancyResult", "RunOptions", "RunResult", "known_archs",
+           "load_arch", "max_potential_block_size", "occupancy", "run", "sweep"]
 
 
 def __getattr__(name: str):
-    """`gpusim.run` and `gpusim.RunResult` (gpusim.api), `gpusim.sweep` (gpusim.sweep), imported on first use:
-    `import gpusim` stays light."""
-    if name in ("run", "RunResult"):
+    """`gpusim.run` (gpusim.api), `gpusim.RunOptions` (gpusim.options), `gpusim.RunResult` (gpusim.result),
+    `gpusim.sweep` (gpusim.sweep), imported on first use: `import gpusim` stays light."""
+    if name == "run":
         from . import api
 
-        return getattr(api, name)
+        return api.run
+    if name == "RunOptions":
+        from .options import RunOptions
+
+        return RunOptions
+    if name == "RunResult":
+        from .result import RunResult
+
+        return RunResult
     if name == "sweep":  # gpusim.sweep(workload, arch=..., vary={...}): the function of the module gpusim.sweep
         import importlib
 

@@ -5,46 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
-import signal
 import sys
-import threading
-import time
 
 from . import __version__
 from .errors import GpusimError, one_line, shorten, shown
-
-_SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
-
-
-def parse_size(text: str) -> int:
-    """'65536', '64K', '64KB', '64KiB', '1M' -> bytes (K = 1024)."""
-    m = _SIZE.match(text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"expected a byte count such as 49152, 48K or 1M, got '{text}'")
-    scale = {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
-    return int(m.group(1)) * scale
-
-
-def _integer(text: str) -> int:
-    """An integer argument whose range the library checks (gpusim.api.check_options: the same messages)."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {shorten(text, 40)}") from None
-
-
-def _dims_arg(text: str):
-    """'256' -> 256, '16,16' -> (16, 16): launch dimensions X[,Y[,Z]] (the library checks their ranges)."""
-    parts = text.split(",")
-    try:
-        values = [int(p) for p in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected X[,Y[,Z]] (integers), got {shorten(text, 40)}") from None
-    if not 1 <= len(values) <= 3:
-        raise argparse.ArgumentTypeError(f"expected X[,Y[,Z]] (1 to 3 integers), got {shorten(text, 40)}")
-    return values[0] if len(values) == 1 else tuple(values)
-
+from .interrupt import Interrupt
+from .options import add_option_flags, options_from_args, parse_size, variables
 
 def _json_path(text: str) -> str:
     if not text.strip():
@@ -70,21 +36,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):  # noqa: D401 - argparse API
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
-
-
-def _add_launch_overrides(group) -> None:
-    """--threads, --grid, --regs, --smem, --dynamic-smem, --carveout: `run`'s and `sweep`'s launch overrides."""
-    group.add_argument("--threads", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="threads per block")
-    group.add_argument("--grid", type=_dims_arg, default=None, metavar="X[,Y[,Z]]", help="blocks in the grid")
-    group.add_argument("--regs", type=_integer, default=None, metavar="N", help="registers per thread")
-    group.add_argument("--smem", type=parse_size, default=None, metavar="SIZE",
-                       help="static shared memory per block (bytes; 48K, 64KB, 1M accepted)")
-    group.add_argument("--dynamic-smem", type=parse_size, default=None, metavar="SIZE",
-                       help="dynamic shared memory per block (bytes; 48K, 64KB, 1M accepted)")
-    group.add_argument("--carveout", type=_integer, default=None, metavar="PCT",
-                       help="percent of the unified L1/shared memory preferred for shared memory (default: the "
-                            "smallest step holding the resident blocks' shared memory); sets the resident blocks "
-                            "and the L1 size")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,39 +90,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--arch", required=True, help="architecture name (see `gpusim archs`), a MIG slice of one "
                                                    "(h100:3g.40gb; see `gpusim archs --mig`) or path to a YAML file; "
                                                    "a,b,c runs each and prints them side by side")
-    run.add_argument("--scheduler", default="lrr", help="warp scheduler policy: lrr (default: the H200's even "
-                                                        "progress of warps, see validation/), gto, two_level, "
-                                                        "oldest_first; x,y or all: each, side by side")
-    run.add_argument("--simt", default="stack", metavar="stack|its",
-                     help="divergence model: reconvergence stack (default) or Volta+ independent thread scheduling")
-    run.add_argument("--sms", type=_integer, default=None, help="simulate only N SMs (same per-SM model)")
-    run.add_argument("--memory", default="hierarchy", metavar="hierarchy|fixed",
-                     help="memory model: L1/L2/DRAM hierarchy (default) or fixed L1-hit latency")
+    launch = run.add_argument_group("launch overrides", "replace the workload's launch (the program stays as written; "
+                                    "an override that contradicts the workload is refused: see the README)")
+    add_option_flags(run, launch)  # every run option (gpusim.options.RunOptions)
     run.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
                      help="override a workload parameter (repeatable)")
-    run.add_argument("--seed", type=_integer, default=0,
-                     help="seed mixed into the workload's rand(), 0 to 2^32-1 (default 0)")
-    run.add_argument("--max-instructions", type=_integer, default=None, metavar="N",
-                     help="refuse a workload of more warp-instructions than N, counted before simulating "
-                          "(default 2,000,000,000: hours at the engine's rate)")
     run.add_argument("--json", metavar="PATH", default=None, type=_json_path,
                      help="write the result record as JSON to PATH ('-': standard output, nothing else on it)")
     run.add_argument("--quiet", action="store_true",
                      help="no progress on stderr (by default a run of more than a second shows a progress bar on a "
                           "terminal, a line every few seconds otherwise) and no note before a long run")
-    run.add_argument("--sample", default="auto", choices=["auto", "on", "off"],
-                     help="sampled simulation: simulate reduced runs (fewer loop trips, the tail wave and one full "
-                          "wave) and project the rest; auto (default) samples kernels of more than 5,000,000 "
-                          "warp-instructions, on samples any kernel that has a steady state, off simulates in full")
-    run.add_argument("--sample-trips", type=_integer, default=None, metavar="N",
-                     help="the sampled runs' hot loop at N/4, N/2 and N trips (default: chosen by the budget, at "
-                          "least 8); more trips settle better and cost more (the unsettled note says what to try); "
-                          "samples the kernel whatever its size")
-    run.add_argument("--sync-window", type=_integer, default=1, metavar="CYCLES",
-                     help="lax synchronisation: each SM runs up to CYCLES cycles ahead of the others before they catch "
-                          "up, which keeps its state in the host's caches: faster on many SMs, off where they meet "
-                          "in the L2 and DRAM (measured: 16 within 2%% of the exact cycles for 1.0-1.2x, 32-64 "
-                          "1.2-1.8x for up to 9%%; README: lax synchronisation); 1 (default): exact")
     run.add_argument("--per-inst", action="store_true",
                      help="per-instruction view (as Nsight Compute's Source page): each static instruction's "
                           "executions, stall cycles by reason, bank conflicts, sectors and hit rates (a table, and "
@@ -192,9 +120,6 @@ def build_parser() -> argparse.ArgumentParser:
     plots.add_argument("--plot", metavar="DIR", default=None, help="write the run's plots under DIR")
     plots.add_argument("--plot-sm", metavar="N", type=_int_arg(0), default=None,
                        help="the SM whose warp slots the timeline plot shows (default 0)")
-    launch = run.add_argument_group("launch overrides", "replace the workload's launch (the program stays as written; "
-                                    "an override that contradicts the workload is refused: see the README)")
-    _add_launch_overrides(launch)
 
     sweep = sub.add_parser("sweep", help="run a workload at every point of a Cartesian product of variations, in "
                                          "parallel, one row per point")
@@ -203,11 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "(h100:3g.40gb; see `gpusim archs --mig`) or path to a YAML file")
     sweep.add_argument("--vary", action="append", metavar="NAME=VALUES", default=[],
                        help="a variation (repeatable; the sweep is their Cartesian product): VALUES a,b,c or "
-                            "start:stop:step (stop included when the steps land on it); NAME launch.threads, "
-                            "launch.regs, launch.smem, launch.dynamic_smem, launch.carveout, launch.grid, scheduler, "
-                            "simt, sample, sample_trips, sync_window, arch (names or files), arch.<field path> (a "
-                            "hardware what-if, e.g. arch.sm.registers; see gpusim archs --fields), or a workload "
-                            "parameter")
+                            "start:stop:step (stop included when the steps land on it); NAME "
+                            + ", ".join(variables()) + ", arch (names or files), arch.<field path> (a hardware what-if, "
+                            "e.g. arch.sm.registers; see gpusim archs --fields), or a workload parameter")
     sweep.add_argument("--metrics", default=None, metavar="A,B,...",
                        help="metrics per row (default: gpu_sim_cycle, sm__inst_executed.avg.per_cycle_active, "
                             "sm__warps_active.avg.pct_of_peak_sustained_active, l1tex__t_sector_hit_rate.pct, "
@@ -234,24 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write one PNG per metric against each varied axis under DIR")
     sweep.add_argument("--quiet", action="store_true",
                        help="no progress on stderr and no table on standard output")
-    sweep.add_argument("--scheduler", default=None,
-                       help="warp scheduler where not varied (default lrr; see gpusim run --help)")
-    sweep.add_argument("--simt", default="stack", metavar="stack|its", help="divergence model where not varied")
-    sweep.add_argument("--sms", type=_integer, default=None, help="simulate only N SMs (same per-SM model)")
-    sweep.add_argument("--memory", default="hierarchy", metavar="hierarchy|fixed", help="memory model")
     sweep.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
                        help="a workload parameter at every point (repeatable)")
-    sweep.add_argument("--seed", type=_integer, default=0, help="seed mixed into the workload's rand() (default 0)")
-    sweep.add_argument("--max-instructions", type=_integer, default=None, metavar="N",
-                       help="refuse a point of more warp-instructions than N (default 2,000,000,000)")
-    sweep.add_argument("--sample", default="auto", choices=["auto", "on", "off"],
-                       help="sampled simulation where not varied (see gpusim run --help)")
-    sweep.add_argument("--sample-trips", type=_integer, default=None, metavar="N",
-                       help="the sampled runs' loop trips where not varied (see gpusim run --help)")
-    sweep.add_argument("--sync-window", type=_integer, default=1, metavar="CYCLES",
-                       help="lax SM synchronisation where not varied (default 1: exact; see gpusim run --help)")
     fixed = sweep.add_argument_group("launch overrides", "at every point where not varied (see gpusim run --help)")
-    _add_launch_overrides(fixed)
+    add_option_flags(sweep, fixed, sweep=True)  # every run option (gpusim.options.RunOptions), where not varied
 
     bench = sub.add_parser("bench", help="simulation speed on fma_peak and a reduced gemm_tile128")
     bench.add_argument("--arch", default="h100", help="architecture (default h100)")
@@ -511,38 +420,33 @@ def _cmd_workload(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from .api import run
-    from .engine.observer import Tee
+    from .api import engine_rate, run, size_text
+    from .stats.observer import Tee
+    from .engine.scheduler import DEFAULT_POLICY
+    from .report.progress import Progress
+    from .sampling.plan import AUTO_THRESHOLD
     from .workload import parse_overrides
 
-    from .api import MAX_INSTRUCTIONS, engine_rate, size_text
-    from .sampling.plan import AUTO_THRESHOLD
+    combos = _side_by_side(args.arch, args.scheduler or DEFAULT_POLICY)
+    options = options_from_args(args, scheduler=combos[0][1])  # (checked before anything loads)
 
     def announce(mix) -> None:  # a run of more than a minute in full says so before it starts (a sampled one: its bar)
         if args.quiet:
             return
-        in_full = args.sample == "off" or args.sample == "auto" and mix.total_warp_insts <= AUTO_THRESHOLD
+        in_full = options.sample == "off" or options.sample == "auto" and mix.total_warp_insts <= AUTO_THRESHOLD
         if mix.total_warp_insts > 60 * engine_rate() and in_full:
             print(f"note: {size_text(mix)} (Ctrl-C stops it)", file=sys.stderr)
 
-    from .report.progress import Progress
-
-    limit = MAX_INSTRUCTIONS if args.max_instructions is None else args.max_instructions
-    combos = _side_by_side(args.arch, args.scheduler)
     views = _views(args)
     if views and len(combos) > 1:
         raise GpusimError("--plot, --trace and --per-inst show one run: give one --arch and one --scheduler")
     observer = Tee(*(v.observer for v in views)) if any(v.observer is not None for v in views) else None
     results = []
-    with _CtrlC() as ctrl_c:
+    with Interrupt() as ctrl_c:
         for arch, scheduler in combos:
-            result = run(args.workload, arch, scheduler=scheduler, simt=args.simt, sms=args.sms,
-                         params=parse_overrides(args.set), seed=args.seed, memory=args.memory,
-                         max_instructions=limit, on_count=announce if not results else None, sample=args.sample,
-                         progress=None if args.quiet else Progress(), interrupt=ctrl_c, threads=args.threads,
-                         grid=args.grid, regs=args.regs, smem=args.smem, dynamic_smem=args.dynamic_smem,
-                         carveout=args.carveout, observer=observer, sync_window=args.sync_window,
-                         sample_trips=args.sample_trips)
+            result = run(args.workload, arch, options.replace(scheduler=scheduler), params=parse_overrides(args.set),
+                         on_count=announce if not results else None, progress=None if args.quiet else Progress(),
+                         interrupt=ctrl_c, observer=observer)
             results.append(result)
             if result.partial:
                 break
@@ -677,37 +581,6 @@ def _interrupted_mark(interrupted: dict) -> str:
             f"{interrupted['blocks']:,} blocks retired{where}")
 
 
-class _CtrlC:
-    """Ctrl-C (SIGINT) during a run. While the simulation asks (it calls this object every few milliseconds),
-    the first one asks it to stop at its next safe point: the run returns the metrics so far. A second one,
-    or one while nothing asks (loading, counting, a sampled run's reduced runs), interrupts at once."""
-
-    LISTENING = 1.0  # seconds since the simulation last asked within which it counts as asking
-
-    def __init__(self):
-        self.requested = False
-        self.asked = -math.inf
-        self.previous, self.installed = None, False
-
-    def __call__(self) -> bool:
-        self.asked = time.monotonic()
-        return self.requested
-
-    def handle(self, signum, frame) -> None:
-        if self.requested or time.monotonic() - self.asked > self.LISTENING:
-            raise KeyboardInterrupt
-        self.requested = True
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self.previous, self.installed = signal.signal(signal.SIGINT, self.handle), True
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.installed:  # (None: a handler not set from Python; Python's own goes back instead)
-            signal.signal(signal.SIGINT, signal.default_int_handler if self.previous is None else self.previous)
-
-
 def _cmd_sweep(args) -> int:
     from .sweep import DEFAULT_METRICS, SweepInterrupted, columns_of, parse_vary, print_rows, sweep
     from .workload import parse_overrides
@@ -718,22 +591,15 @@ def _cmd_sweep(args) -> int:
         if name in vary:
             raise GpusimError(f"--vary {name}: given twice")
         vary[name] = values
-    launch = {k: getattr(args, k) for k in ("threads", "grid", "regs", "smem", "dynamic_smem", "carveout")
-              if getattr(args, k, None) is not None}
     plots: list = []
     try:
-        rows = sweep(args.workload, args.arch, vary, jobs=args.jobs, metrics=args.metrics, executor=args.executor,
-                     dask_scheduler=args.dask_scheduler, out=args.out, resume=args.resume, plot=args.plot,
-                     progress=not args.quiet, params=parse_overrides(args.set), scheduler=args.scheduler,
-                     simt=args.simt, sms=args.sms, seed=args.seed, memory=args.memory, sample=args.sample,
-                     max_instructions=args.max_instructions, on_plot=plots.extend, sync_window=args.sync_window,
-                     sample_trips=args.sample_trips, **launch)
+        rows = sweep(args.workload, args.arch, vary, options_from_args(args), jobs=args.jobs, metrics=args.metrics,
+                     executor=args.executor, dask_scheduler=args.dask_scheduler, out=args.out, resume=args.resume,
+                     plot=args.plot, progress=not args.quiet, params=parse_overrides(args.set), on_plot=plots.extend)
     except SweepInterrupted as stop:
         print(f"interrupted: {len(stop.rows)} of {stop.total} points done, their rows in {args.out} "
               f"(--resume runs the rest)", file=sys.stderr)
         return 130
-    if not isinstance(rows, list):  # a DataFrame
-        rows = rows.astype(object).where(rows.notna(), None).to_dict(orient="records")
     failed = sum(bool(r.get("error")) for r in rows)
     metrics = [m.strip() for m in args.metrics.split(",")] if args.metrics else list(DEFAULT_METRICS)
     ran = [r for r in rows if not r.get("error")]

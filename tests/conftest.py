@@ -1,3 +1,4 @@
+import faulthandler
 import os
 import shutil
 import stat
@@ -6,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import pytest_timeout
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCH_NAMES = ["v100", "t4", "a100", "l40s", "h100", "h200", "b200", "b300"]
@@ -53,3 +55,35 @@ def bare_env(tmp_path, tools: dict[str, str] | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
     env["PATH"] = f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}"
     return env
+
+
+# --- time limits (pytest-timeout; pyproject.toml sets 600 s a test, the signal method) -------------------------
+LONG_TIERS_S = 3600  # a test marked slow or benchmark without a timeout mark of its own
+BACKSTOP_S = 60  # after a test's limit, the process ends (see pytest_timeout_set_timer)
+_STDERR: list[int] = []
+
+
+def pytest_configure(config):
+    _STDERR.append(os.dup(2))  # the terminal's stderr (pytest's output capture replaces fd 2 during a test)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("timeout") is None and (item.get_closest_marker("slow")
+                                                           or item.get_closest_marker("benchmark")):
+            item.add_marker(pytest.mark.timeout(LONG_TIERS_S))
+
+
+def pytest_timeout_set_timer(item, settings):
+    """A backstop to pytest-timeout's signal: hypothesis catches the Failed it raises in a test and shrinks,
+    running the hanging example again with no timer left. BACKSTOP_S after the limit, faulthandler (a C thread: a
+    loop holding the GIL does not stop it) prints every thread's stack to the terminal and ends the process (an
+    xdist worker: the test is reported as crashed, a new worker goes on). Returns None: pytest-timeout's own
+    timer is set as well."""
+    if settings.timeout and settings.timeout > 0 and _STDERR and (
+            settings.disable_debugger_detection or not pytest_timeout.is_debugging()):
+        faulthandler.dump_traceback_later(settings.timeout + BACKSTOP_S, exit=True, file=_STDERR[0])
+
+
+def pytest_timeout_cancel_timer(item):
+    faulthandler.cancel_dump_traceback_later()

@@ -16,7 +16,7 @@ from gpusim.analytic.clusters import (
     max_active_clusters,
     parse_cluster,
 )
-from gpusim.engine.gpu import sm_layout
+from gpusim.analytic.layout import sm_layout
 
 from .conftest import ARCH_NAMES, run_cli
 

@@ -2,8 +2,9 @@
 number within 64 bits or a one-line GpusimError naming the field, in bounded time, with no numpy warning.
 Hand-written cases for each rule first, then hypothesis generators (random grammar, deep nesting, long sums,
 nested powers, huge literals, many names, unicode and control characters, division by zero, complex powers),
-each case run under an alarm; the cases that hung or blew up before are also run in a subprocess with a hard
-timeout and an address-space limit. Every value the evaluator computes is checked against an exact Python-int
+each case within a time budget (and each test under a pytest-timeout limit of that budget per case, so a hang
+fails); the cases that hung or blew up before are also run in a subprocess with a hard timeout and an
+address-space limit. Every value the evaluator computes is checked against an exact Python-int
 reference, and the fast path (no per-operation checks) against the checked one."""
 
 from __future__ import annotations
@@ -12,14 +13,11 @@ import ast
 import collections
 import math
 import operator
-import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import warnings
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -40,7 +38,7 @@ NAMES = ["lane", "tid", "tid.x", "gtid", "block.x", "k", "i", "rep", "H", "X"] +
     [f"n{j}" for j in range(8)]
 KNOWN = set(NAMES) | {f"n{j}" for j in range(2000)}
 ITERATION = frozenset({"k", "i", "rep"})
-BUDGET_S = 2.0  # per case, compile and evaluate
+BUDGET_S = 2.0  # per case, compile and evaluate (a test's timeout mark: this times the cases it runs)
 COUNTS: collections.Counter = collections.Counter()
 
 
@@ -54,27 +52,6 @@ def env(big: bool = False) -> dict:
 
 
 ENV, BIG_ENV = env(), env(big=True)
-
-
-class CaseTimeout(BaseException):
-    """A case ran past its budget (BaseException: the evaluator must not be able to swallow it)."""
-
-
-@contextmanager
-def time_budget(seconds: float):
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expired(_signum, _frame):
-        raise CaseTimeout(f"over {seconds} s")
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def assert_one_line(message: str) -> None:
@@ -99,15 +76,18 @@ def assert_real(value) -> None:
 
 
 def outcome(text, names: dict = ENV, constants: dict | None = PARAMS):
-    """('value', v) or ('error', message) for one expression, checked against every rule."""
+    """('value', v) or ('error', message) for one expression, checked against every rule, within BUDGET_S (a
+    hang is ended by the test's timeout mark: pytest-timeout raises a BaseException the evaluator cannot
+    swallow)."""
     COUNTS["cases"] += 1
-    with time_budget(BUDGET_S), warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("error")  # a numpy RuntimeWarning is a failure, not noise
         start = time.perf_counter()
         try:
             expr = compile_expr(text, WHERE, KNOWN.__contains__, constants, ITERATION)
             value = expr(names)
         except GpusimError as exc:
+            assert time.perf_counter() - start < BUDGET_S, f"over {BUDGET_S} s: {text!r}"
             assert_one_line(str(exc))
             COUNTS["errors"] += 1
             note(f"error: {_category(str(exc))}")
@@ -117,7 +97,7 @@ def outcome(text, names: dict = ENV, constants: dict | None = PARAMS):
         assert_same(value, expr.checked(names))
         COUNTS["values"] += 1
         note("value")
-        assert time.perf_counter() - start < BUDGET_S
+        assert time.perf_counter() - start < BUDGET_S, f"over {BUDGET_S} s: {text!r}"
         return "value", value
 
 
@@ -198,6 +178,7 @@ def _category(message: str) -> str:
     ("f'{lane}'", "not allowed"),
     ("lane @ lane", "not allowed"),
 ])
+@pytest.mark.timeout(BUDGET_S)
 def test_hostile_expression_is_a_one_line_error(text, message):
     kind, got = outcome(text)
     assert kind == "error" and message in got, got
@@ -213,6 +194,7 @@ def test_hostile_expression_is_a_one_line_error(text, message):
     ({"lane": LANE.astype(float) * np.nan}, "lane * 2", "'lane' is nan"),
     ({"lane": LANE.astype(np.uint64) + np.uint64(2**63)}, "lane * 2", "does not fit in a 64-bit integer"),
 ])
+@pytest.mark.timeout(BUDGET_S)
 def test_names_with_values_beyond_the_limits_are_errors(names, text, message):
     kind, got = outcome(text, {**ENV, **names})
     assert kind == "error" and message in got, got
@@ -224,6 +206,7 @@ def test_names_with_values_beyond_the_limits_are_errors(names, text, message):
     ({"P": float("nan")}, "'P' = is nan"),
     ({"P": "12"}, "'P' = '12' is not a number"),
 ])
+@pytest.mark.timeout(BUDGET_S)
 def test_parameters_beyond_the_limits_are_errors_naming_the_parameter(params, message):
     kind, got = outcome("lane * 4 + P", constants={**PARAMS, **params})
     assert kind == "error" and message in got, got
@@ -239,6 +222,7 @@ def test_numbers_given_directly_are_checked(value, message):
     assert message in str(info.value) and str(info.value).startswith(WHERE)
 
 
+@pytest.mark.timeout(11 * BUDGET_S)
 def test_values_at_the_limits_are_fine():
     assert outcome("MAXI")[1] == INT_MAX and outcome("-MAXI - 1")[1] == INT_MIN
     assert outcome("2 ** 62 + (2 ** 62 - 1)")[1] == INT_MAX
@@ -252,6 +236,7 @@ def test_values_at_the_limits_are_fine():
     assert np.array_equal(outcome("abs(lane - 16) ** 0.5")[1], np.abs(LANE - 16) ** 0.5)
 
 
+@pytest.mark.timeout(2 * BUDGET_S)
 def test_messages_show_the_expression_shortened_and_escaped():
     text = "lane +\n" + " + ".join(f"n{j}" for j in range(60)) + " + \u00e9"
     message = outcome(text)[1]
@@ -283,6 +268,7 @@ def test_normal_expressions_take_the_fast_path(monkeypatch):
             assert_real(expr({**ENV, "gtid": LANE + gtid, "block.x": gtid // 256, "k": gtid % 1000}))
 
 
+@pytest.mark.timeout(3 * BUDGET_S)
 def test_the_checked_path_is_vectorised():
     """Values just under 2**63 over a block walker's arrays (8 warps x 256 repeats x 32 lanes): each operation's
     wrap test is a few numpy operations, not a Python int per lane."""
@@ -344,7 +330,7 @@ def test_compile_time_is_linear_in_the_length(form):
 
 def test_catastrophic_cases_in_a_subprocess_with_a_hard_limit():
     """The cases that ran for minutes, never finished or blew the stack before, in a child process with a
-    1 GiB address-space limit and a hard timeout (a C-level hang would not see the alarm)."""
+    1 GiB address-space limit and a hard timeout (a C-level hang would not see pytest-timeout's signal)."""
     script = textwrap.dedent(f"""
         import resource, sys, time
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
@@ -498,6 +484,7 @@ def check_generated(kind: str, text: str, big: bool) -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
+@pytest.mark.timeout(60 * BUDGET_S)
 def test_generated_hostile_expressions_give_a_real_value_or_one_line_error(kind):
     """60 cases of each kind (600 in all, a few seconds)."""
     @settings(max_examples=60, deadline=None, database=None)
@@ -510,6 +497,7 @@ def test_generated_hostile_expressions_give_a_real_value_or_one_line_error(kind)
 
 @pytest.mark.benchmark
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
+@pytest.mark.timeout(2000 * BUDGET_S)
 def test_generated_hostile_expressions_large(kind):
     """2,000 cases of each kind (20,000 in all, a few minutes)."""
     @settings(max_examples=2000, deadline=None, database=None)
@@ -577,6 +565,7 @@ def _grow_int(children):
     )
 
 
+@pytest.mark.timeout(250 * BUDGET_S)
 @settings(max_examples=250, deadline=None, database=None)
 @given(st.recursive(INT_LEAVES, _grow_int, max_leaves=12), st.booleans(),
        st.sampled_from([0, 5, 2**31, 2**62, INT_MAX, -(2**62), INT_MIN]))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -37,22 +36,11 @@ H100 = (arch_dir() / "h100.yaml").read_text()
 WORKLOADS = sorted((ROOT / "workloads").rglob("*.yaml"))
 
 
-class _TooSlow(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: float):
-    """Raise _TooSlow in the main thread after `seconds` (a hang becomes a failure, not a stuck CI)."""
-    def alarm(_signum, _frame):
-        raise _TooSlow(f"still running after {seconds} s")
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+# Time limits: a case slower than its budget fails; a test's timeout mark (pytest-timeout) ends a hang, with the
+# same budget where the test is one case
+REFUSE_S = 5.0  # a load that must be refused
+CASE_S = 5.0  # a generated arch or workload file, loaded
+SIMULATED_CASE_S = 60.0  # a generated arch file, loaded and a tiny kernel run on it
 
 
 def _one_line(exc: BaseException, path: Path | str | None = None) -> str:
@@ -63,10 +51,11 @@ def _one_line(exc: BaseException, path: Path | str | None = None) -> str:
     return msg
 
 
-def _refused(load, path, error=GpusimError, budget: float = 5.0) -> str:
-    """`load(path)` raises a one-line `error` naming the file, within `budget` seconds."""
+def _refused(load, path, error=GpusimError, budget: float = REFUSE_S) -> str:
+    """`load(path)` raises a one-line `error` naming the file, within `budget` seconds (the test's timeout mark
+    ends a hang)."""
     start = time.monotonic()
-    with _time_limit(budget), pytest.raises(error) as info:
+    with pytest.raises(error) as info:
         load(path)
     assert time.monotonic() - start < budget
     return _one_line(info.value, path)
@@ -87,6 +76,7 @@ def _bomb(levels: int) -> str:
 # --- 1. aliases, size, endless streams, long names ---------------------------------------------------------
 
 @pytest.mark.parametrize("levels", [6, 8])
+@pytest.mark.timeout(REFUSE_S)
 def test_alias_bomb_in_an_arch_file_is_refused_at_its_line(tmp_path, levels):
     path = _write(tmp_path, H100 + _bomb(levels))
     msg = _refused(load_arch_file, path, ArchError)
@@ -94,12 +84,14 @@ def test_alias_bomb_in_an_arch_file_is_refused_at_its_line(tmp_path, levels):
     assert msg.startswith(f"{path}:{line}: ") and "anchors and aliases are not accepted" in msg, msg
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_alias_bomb_in_a_workload_is_refused(tmp_path):
     path = _write(tmp_path, _bomb(8) + (ROOT / "workloads/vecadd.yaml").read_text())
     msg = _refused(load_yaml_with_lines, path, WorkloadError)
     assert msg.startswith(f"{path}:1: ") and "aliases" in msg
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_a_single_harmless_alias_is_refused_too(tmp_path):
     """No expansion budget to tune: an anchor is an error wherever it is (write the value out)."""
     text = H100.replace("  tpcs_per_gpc: 9 ", "  tpcs_per_gpc: &nine 9 ")
@@ -107,17 +99,20 @@ def test_a_single_harmless_alias_is_refused_too(tmp_path):
     assert "'nine'" in msg and "anchors and aliases" in msg
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_merge_keys_are_refused(tmp_path):
     msg = _refused(read_yaml, _write(tmp_path, "a: {<<: {x: 1}, y: 2}\n"))
     assert "merge keys" in msg
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_file_over_the_size_cap_is_refused_without_reading_it(tmp_path):
     path = _write(tmp_path, H100 + "#" * MAX_YAML_BYTES + "\n")
     assert "larger than the 4 MiB" in _refused(load_arch_file, path, ArchError)
 
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+@pytest.mark.timeout(10)
 def test_endless_devices_read_at_most_the_cap(device):
     if not os.path.exists(device):
         pytest.skip(f"no {device}")
@@ -132,6 +127,7 @@ def _fifo(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.timeout(STREAM_WAIT_S + 5)
 def test_fifo_fed_forever_is_cut_at_the_cap(tmp_path):
     path, stop = _fifo(tmp_path), threading.Event()
 
@@ -147,6 +143,7 @@ def test_fifo_fed_forever_is_cut_at_the_cap(tmp_path):
         stop.set()
 
 
+@pytest.mark.timeout(5)
 def test_fifo_that_stalls_times_out(tmp_path, monkeypatch):
     monkeypatch.setattr(load_module, "STREAM_WAIT_S", 1.0)
     path, stop = _fifo(tmp_path), threading.Event()
@@ -165,6 +162,7 @@ def test_fifo_that_stalls_times_out(tmp_path, monkeypatch):
     assert "no data within 1 s" in msg
 
 
+@pytest.mark.timeout(10)
 def test_fifo_with_a_whole_file_loads(tmp_path):
     """`--arch <(sed ... arch/h100.yaml)` works: a stream that ends is read like a file."""
     path = _fifo(tmp_path)
@@ -175,11 +173,11 @@ def test_fifo_with_a_whole_file_loads(tmp_path):
     thread = threading.Thread(target=writer, daemon=True)
     thread.start()
     time.sleep(0.2)
-    with _time_limit(10):
-        assert load_arch_file(path).sms == 132
+    assert load_arch_file(path).sms == 132
     thread.join(5)
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_directory_is_refused():
     assert "cannot read" in _refused(load_arch_file, arch_dir(), ArchError)
 
@@ -208,6 +206,7 @@ def test_endless_arch_stream_through_cli():
 # --- 2. encodings, nesting, number literals ----------------------------------------------------------------
 
 @pytest.mark.parametrize("load, error", [(load_arch_file, ArchError), (load_yaml_with_lines, WorkloadError)])
+@pytest.mark.timeout(REFUSE_S)
 def test_non_utf8_bytes_name_file_and_line(tmp_path, load, error):
     data = H100.encode().replace(b"full_name: NVIDIA", b"full_name: NVIDIA\xff\xfe", 1)
     line = H100[:H100.index("full_name:")].count("\n") + 1
@@ -221,6 +220,7 @@ def test_utf8_with_bom_and_non_ascii_text_loads(tmp_path):
 
 
 @pytest.mark.parametrize("char", ["\x00", "\x1b", "\x7f"])
+@pytest.mark.timeout(REFUSE_S)
 def test_control_characters_are_refused_with_the_line(tmp_path, char):
     text = H100.replace("name: h100", f"name: h1{char}00", 1)
     msg = _refused(load_arch_file, _write(tmp_path, text), ArchError)
@@ -228,6 +228,7 @@ def test_control_characters_are_refused_with_the_line(tmp_path, char):
 
 
 @pytest.mark.parametrize("shape", ["list", "flow_map", "block_map", "block_list"])
+@pytest.mark.timeout(REFUSE_S)
 def test_deep_nesting_is_capped(tmp_path, shape):
     n = 300
     text = {"list": "name: " + "[" * n + "]" * n + "\n",
@@ -245,6 +246,7 @@ def test_nesting_up_to_the_cap_is_read(tmp_path):
         data = data["a"] if isinstance(data, dict) else data[0]
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_5000_digit_integer_names_the_key(tmp_path):
     text = H100.replace("  gpcs: 8 ", "  gpcs: " + "9" * 5000 + " ", 1)
     line = H100[:H100.index("  gpcs:")].count("\n") + 1
@@ -254,26 +256,31 @@ def test_5000_digit_integer_names_the_key(tmp_path):
 
 
 @pytest.mark.parametrize("literal", ["1" + ":59" * 2000, "0x" + "f" * 5000, "1" * 200 + ".5", "0b" + "1" * 9000])
+@pytest.mark.timeout(REFUSE_S)
 def test_every_long_number_literal_is_refused(tmp_path, literal):
     msg = _refused(read_yaml, _write(tmp_path, f"params:\n  n: {literal}\n"))
     assert "key 'n'" in msg and "number literal" in msg
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_a_bad_list_item_names_the_key_holding_the_list(tmp_path):
     text = H100.replace("carveout_steps_kb: [0, 8,", "carveout_steps_kb: [0, " + "8" * 300 + ",", 1)
     assert "key 'carveout_steps_kb': a number literal" in _refused(load_arch_file, _write(tmp_path, text), ArchError)
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_deep_nesting_names_the_outer_keys(tmp_path):
     text = H100.replace("  per_sm_bytes: 233472 ", "  per_sm_bytes: " + "[" * 100 + "]" * 100 + " ", 1)
     msg = _refused(load_arch_file, _write(tmp_path, text), ArchError)
     assert "shared_memory.per_sm_bytes: nested deeper than 64 levels" in msg, msg
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_impossible_timestamp_is_one_line(tmp_path):
     assert "key 'date'" in _refused(read_yaml, _write(tmp_path, "date: 0000-01-01\n"))
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_python_tags_are_refused(tmp_path):
     text = "kernel: !!python/object/apply:os.system ['echo hi']\n"
     assert "could not determine a constructor" in _refused(read_yaml, _write(tmp_path, text))
@@ -281,6 +288,7 @@ def test_python_tags_are_refused(tmp_path):
 
 # --- 3. duplicate keys -------------------------------------------------------------------------------------
 
+@pytest.mark.timeout(REFUSE_S)
 def test_duplicate_arch_key_names_both_lines(tmp_path):
     text = H100.replace("  enabled_sms: 132 ", "  enabled_sms: 132\n  gpcs: 1 ", 1)
     first = H100[:H100.index("  gpcs:")].count("\n") + 1
@@ -290,17 +298,20 @@ def test_duplicate_arch_key_names_both_lines(tmp_path):
     assert "duplicate key 'gpcs'" in msg
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_duplicate_top_level_section_is_an_error(tmp_path):
     msg = _refused(load_arch_file, _write(tmp_path, H100 + "clocks: {core_mhz: 1, tensor_mhz: 1}\n"), ArchError)
     assert "duplicate key 'clocks'" in msg
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_duplicate_workload_key_names_both_lines(tmp_path):
     text = "kernel: k\nlaunch: {grid: [1], block: [32], registers_per_thread: 8, grid: [2]}\nprogram: [{op: FFMA}]\n"
     msg = _refused(load_yaml_with_lines, _write(tmp_path, text), WorkloadError)
     assert msg.startswith(f"{tmp_path / 'hostile.yaml'}:2: ") and "duplicate key 'grid' (also on line 2)" in msg
 
 
+@pytest.mark.timeout(REFUSE_S)
 def test_keys_equal_in_python_are_duplicates(tmp_path):
     """`1` and `true` are one dict key; the second would silently replace the first."""
     assert "duplicate key True" in _refused(read_yaml, _write(tmp_path, "x:\n  1: a\n  true: b\n"))
@@ -578,26 +589,27 @@ def _check_arch_case(directory: Path, case, simulate: bool = False) -> str:
     kind, path, content = case
     file = directory / "case.yaml"
     file.write_bytes(content)
-    with _time_limit(60 if simulate else 5):
-        try:
-            spec = load_arch_file(file)
-        except ArchError as exc:
-            msg = _one_line(exc, file)
-            if kind in ("bad_bytes",):
-                assert "not UTF-8" in msg, msg
-            if kind == "bomb":
-                assert "aliases" in msg, msg
-            if kind == "replace" and path and path.rsplit(".", 1)[-1] not in msg:
-                # the replaced field is named, unless the new value was fine for it and a neighbour objected
-                assert "expected" in msg, msg
-            outcome = "refused: " + _category(msg)
-        else:
-            assert kind not in ("bomb", "bad_bytes")
-            try:  # an accepted file must also survive the occupancy calculator
-                occupancy(spec, 256, 32, 0)
-            except (ValueError, GpusimError) as exc:
-                _one_line(exc)
-            outcome = _simulate(directory, spec) if simulate else "loaded"
+    budget, start = SIMULATED_CASE_S if simulate else CASE_S, time.monotonic()
+    try:
+        spec = load_arch_file(file)
+    except ArchError as exc:
+        msg = _one_line(exc, file)
+        if kind in ("bad_bytes",):
+            assert "not UTF-8" in msg, msg
+        if kind == "bomb":
+            assert "aliases" in msg, msg
+        if kind == "replace" and path and path.rsplit(".", 1)[-1] not in msg:
+            # the replaced field is named, unless the new value was fine for it and a neighbour objected
+            assert "expected" in msg, msg
+        outcome = "refused: " + _category(msg)
+    else:
+        assert kind not in ("bomb", "bad_bytes")
+        try:  # an accepted file must also survive the occupancy calculator
+            occupancy(spec, 256, 32, 0)
+        except (ValueError, GpusimError) as exc:
+            _one_line(exc)
+        outcome = _simulate(directory, spec) if simulate else "loaded"
+    assert time.monotonic() - start < budget, f"{kind}: {outcome} after more than {budget} s"
     event(f"arch {kind}: {outcome}")
     return outcome
 
@@ -606,14 +618,15 @@ def _check_workload_case(directory: Path, case) -> str:
     kind, content = case
     file = directory / "case.yaml"
     file.write_bytes(content)
-    with _time_limit(5):
-        try:
-            load_yaml_with_lines(file)
-        except WorkloadError as exc:
-            outcome = "refused: " + _category(_one_line(exc, file))
-        else:
-            assert kind not in ("bomb", "bad_bytes")
-            outcome = "parsed"
+    start = time.monotonic()
+    try:
+        load_yaml_with_lines(file)
+    except WorkloadError as exc:
+        outcome = "refused: " + _category(_one_line(exc, file))
+    else:
+        assert kind not in ("bomb", "bad_bytes")
+        outcome = "parsed"
+    assert time.monotonic() - start < CASE_S, f"{kind}: {outcome} after more than {CASE_S} s"
     event(f"workload {kind}: {outcome}")
     return outcome
 
@@ -637,12 +650,14 @@ BIG = settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCh
                                                                         HealthCheck.data_too_large])
 
 
+@pytest.mark.timeout(600)
 @CI
 @given(case=hostile_arch())
 def test_generated_hostile_arch_files(case_dir, case):
     _check_arch_case(case_dir, case)
 
 
+@pytest.mark.timeout(600)
 @CI
 @given(case=hostile_workload())
 def test_generated_hostile_workload_yaml(case_dir, case):

@@ -5,7 +5,6 @@ override that contradicts the workload refused in one line naming the flag."""
 import json
 
 import pytest
-import simpy
 
 from gpusim import GpusimError, load_arch, occupancy
 from gpusim.api import load_kernel, run
@@ -28,7 +27,7 @@ def _kernel(path, params=None, arch="h100", **overrides):
 
 
 def _gpu(kernel, arch="h100"):
-    return build_gpu(load_arch(arch), simpy.Environment(), kernel, sms=1)
+    return build_gpu(load_arch(arch), kernel, sms=1, stream_factory=kernel.streams())
 
 
 def test_regs_override_sets_occupancy_in_the_record():

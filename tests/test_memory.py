@@ -209,17 +209,16 @@ def test_a_shadow_l2_of_the_l2s_own_size_counts_exactly_its_dram_traffic(workloa
     L2 does: given the L2's own size, it counts exactly the L2's DRAM reads, write-backs and dirty bytes at the end."""
     from gpusim import api
     from gpusim.arch import load_arch
+    from gpusim.options import RunOptions
 
     spec = load_arch(arch)
     kernel = api.load_kernel(ROOT / workload, params)
-    m = api._run_kernel(kernel, spec, scheduler="lrr", simt="stack", sms=sms, seed=0, memory="hierarchy",
-                        observer=None, max_instructions=None, on_count=None,
-                        shadow_l2=spec.memory.l2.size_bytes).metrics
+    options = RunOptions(sms=sms, max_instructions=None, sample="off")
+    m = api.simulate_kernel(kernel, spec, options, shadow_l2=spec.memory.l2.size_bytes).metrics
     assert m["gpusim__shadow_l2_capacity_bytes"] == m["gpusim__l2_capacity_bytes"]
     assert m["gpusim__shadow_dram_bytes_read"] == m["dram__bytes_read.sum"] > 0
     assert m["gpusim__shadow_dram_bytes_write"] == m["dram__bytes_write.sum"]
     assert m["gpusim__shadow_l2_dirty_bytes_at_end"] == m["gpusim__l2_dirty_bytes_at_end"]
-    plain = api._run_kernel(kernel, spec, scheduler="lrr", simt="stack", sms=sms, seed=0, memory="hierarchy",
-                            observer=None, max_instructions=None, on_count=None).metrics
+    plain = api.simulate_kernel(kernel, spec, options).metrics
     assert {k: v for k, v in m.items() if "shadow" not in k} == plain  # it changes nothing else
     assert not any("shadow" in k for k in plain)

@@ -410,13 +410,13 @@ def test_a_warm_l2_writes_back_no_faster_than_dram_and_conserves_the_kernels_byt
     (gpusim.sampling.warm): every line the kernel allocates evicts one, and the dirty ones go to DRAM. Run through
     the engine: no rate above its peak, write-backs happen from the first stores, and what went to DRAM or stays
     dirty is the kernel's stores plus the warm lines' dirty bytes, no more."""
-    from gpusim.api import _run_kernel, load_kernel
+    from gpusim.api import load_kernel, simulate_kernel
+    from gpusim.options import RunOptions
     from gpusim.stats.invariants import throughputs
 
     spec = gpusim.load_arch(arch)
     kernel = load_kernel(REPO / "workloads" / "vecadd.yaml", {"n": 1 << 18})
-    result = _run_kernel(kernel, spec, scheduler="lrr", simt="stack", sms=4, seed=0, memory="hierarchy",
-                         observer=None, max_instructions=None, on_count=None, warm_l2=0.5)
+    result = simulate_kernel(kernel, spec, RunOptions(sms=4, max_instructions=None, sample="off"), warm_l2=0.5)
     m = result.metrics
     for name, _, achieved, peak, unit in throughputs(m, spec):
         assert achieved <= peak * 1.0001, (name, achieved, peak, unit)

@@ -73,13 +73,15 @@ def test_a_sweep_row_that_breaks_a_limit_is_an_error_row(monkeypatch):
 
     monkeypatch.setattr(api, "kernel_metrics", _inflated(50.0))
     task = {"values": {"n": 65536}, "metrics": ["gpu_sim_cycle"], "columns": ["n", "gpu_sim_cycle", "error"],
-            "workload": VECADD, "arch": "h100", "options": {"sms": 2, "sample": "off", "params": {}}}
+            "workload": VECADD, "arch": "h100", "options": gpusim.RunOptions(sms=2, sample="off"), "params": {}}
     row = run_point(task)
     assert row["error"].startswith("physical limit broken") and row["gpu_sim_cycle"] > 0
 
 
 def test_a_sampled_projection_breaking_a_limit_is_reported_under_on_and_refused_under_auto(monkeypatch):
-    real = api.project
+    from gpusim.sampling import sampled_run
+
+    real = sampled_run.project
 
     def too_fast(*args, **kwargs):  # a projection with 1% of the cycles: every rate 100x
         metrics, record, more = real(*args, **kwargs)
@@ -88,7 +90,7 @@ def test_a_sampled_projection_breaking_a_limit_is_reported_under_on_and_refused_
         metrics["dram__bytes.sum.per_second"] *= 100
         return metrics, record, more
 
-    monkeypatch.setattr(api, "project", too_fast)
+    monkeypatch.setattr(sampled_run, "project", too_fast)
     on = gpusim.run(VECADD, "t4", sms=4, params={"n": 1 << 20}, sample="on")
     assert on.sampling["method"] == "waves" and on.violations
     assert any(w.startswith("--sample on: the projection breaks a physical limit") for w in on.warnings)

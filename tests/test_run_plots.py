@@ -130,12 +130,12 @@ def test_same_run_same_recorder_data(result):
     assert _recorded().timeline.to_dict() == result.timeline.to_dict()
 
 
-def test_result_plot_methods_return_axes(result):
-    """RunResult's plot methods draw on the Axes given and return it."""
+def test_plot_functions_return_axes(result):
+    """Each plot of a run draws on the Axes given and returns it."""
     for name in ("plot_warp_states", "plot_timeline", "plot_occupancy", "plot_blocks", "plot_memory",
                  "plot_roofline"):
         fig, ax = plt.subplots()
-        assert getattr(result, name)(ax=ax) is ax
+        assert getattr(run_plots, name)(result, ax=ax) is ax
         plt.close(fig)
 
 
@@ -147,8 +147,8 @@ def test_time_plots_need_a_timeline(result):
 
     bare = attrs.evolve(result, timeline=None)
     with pytest.raises(GpusimError, match="TimelineRecorder"):
-        bare.plot_occupancy()
-    plt.close(bare.plot_roofline().figure)
+        run_plots.plot_occupancy(bare)
+    plt.close(run_plots.plot_roofline(bare).figure)
 
 
 def test_roofline_point_is_under_its_roofs(result):

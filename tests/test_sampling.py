@@ -119,7 +119,7 @@ def test_sample_trips_on_the_command_line_and_in_a_sweep(tmp_path):
 
 
 def test_an_unsettled_note_names_the_longer_runs_to_try():
-    from gpusim.api import _longer_trips
+    from gpusim.sampling.sampled_run import longer_trips as _longer_trips
 
     record = {"loop_trips": 128, "steady_state": {"trips": [2, 4, 8]}}
     assert _longer_trips(record) == ("; --sample-trips 16 samples the loop at 8 and 16 trips instead (about twice the "
@@ -613,23 +613,23 @@ def test_the_spread_script_nudges_only_the_stagger_and_refuses_an_unknown_row():
         import sampling_spread
     finally:
         sys.path.pop(0)
-    before = api._run_kernel
+    before = api.simulate_kernel
     staggers = []
 
-    def seen(kernel, spec, **options):  # what the engine is asked for, under the script's nudge
-        staggers.append(options.get("stagger", 0))
-        return before(kernel, spec, **options)
+    def seen(kernel, spec, options, hooks=None, **run):  # what the engine is asked for, under the script's nudge
+        staggers.append(run.get("stagger", 0))
+        return before(kernel, spec, options, hooks, **run)
 
     from gpusim.sampling import parallel
 
     base = run(GEMM, "h100", params=dict(M=1024, N=512, K=1024), sms=4, sample="on").sampling
-    api._run_kernel = seen
+    api.simulate_kernel = seen
     parallel.limit_jobs(1)  # the reduced runs in this process, where `seen` hears them
     try:
         nudged = sampling_spread.sampled_with_stagger_delta("h100", dict(M=1024, N=512, K=1024), 3, sms=4)
-        assert api._run_kernel is seen  # put back as it found it
+        assert api.simulate_kernel is seen  # put back as it found it
     finally:
-        api._run_kernel = before
+        api.simulate_kernel = before
         parallel.limit_jobs(None)
     spread = base["stagger_cycles"]
     assert spread > 0 and nudged["stagger_cycles"] == spread + 3

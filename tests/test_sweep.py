@@ -304,7 +304,8 @@ def test_dask_missing_is_a_one_line_error_naming_the_extra(tmp_path):
 TINY = ("kernel: tiny\nparams: {n: 32}\nbuffers: {a: {bytes: n * 4}}\n"
         "launch: {grid: [1], block: [32], registers_per_thread: 16}\n"
         "program:\n  - {op: LDG.E, dst: v, addr: \"a + (lane % n) * 4\"}\n  - {op: FADD, dst: w, src: [v, v]}\n")
-SWEEP = importlib.import_module("gpusim.sweep")  # the module (gpusim.sweep may name the function)
+SWEEP = importlib.import_module("gpusim.sweep")  # the package (gpusim.sweep may name the function)
+EXECUTORS = importlib.import_module("gpusim.sweep.executors")  # where the points run
 
 
 @pytest.fixture
@@ -327,7 +328,7 @@ def simulated(monkeypatch):
             cache[key] = real(task)
         return dict(cache[key])
 
-    monkeypatch.setattr(SWEEP, "run_point", cached)
+    monkeypatch.setattr(EXECUTORS, "run_point", cached)
     return calls
 
 
@@ -399,7 +400,7 @@ def test_a_write_error_while_appending_is_one_line_naming_the_output(tiny, tmp_p
             out.symlink_to("/dev/full")
         return real(task)
 
-    monkeypatch.setattr(SWEEP, "run_point", fill_the_disk)
+    monkeypatch.setattr(EXECUTORS, "run_point", fill_the_disk)
     with pytest.raises(GpusimError, match=rf"^--out {re.escape(str(out))}: cannot write \(No space left on device\)$"):
         tiny_sweep(tiny, out)
 
@@ -482,11 +483,11 @@ def test_jobs_above_the_limit_is_one_line_and_workers_never_outnumber_the_points
     def spy(executor):
         def run(tasks, jobs, *rest):
             started.append((executor, len(tasks), jobs))
-            return SWEEP._serial(tasks)
+            return EXECUTORS.serial_rows(tasks)
         return run
 
-    monkeypatch.setattr(SWEEP, "_pool", spy("pool"))
-    monkeypatch.setattr(SWEEP, "_dask", spy("dask"))
+    monkeypatch.setattr(SWEEP, "pool_rows", spy("pool"))
+    monkeypatch.setattr(SWEEP, "dask_rows", spy("dask"))
     gpusim.sweep(tiny, "h100", {"n": [32, 64]}, jobs=limit, sms=1)
     if importlib.util.find_spec("dask") is not None and importlib.util.find_spec("distributed") is not None:
         gpusim.sweep(tiny, "h100", {"n": [32, 64]}, jobs=limit, sms=1, executor="dask")
@@ -533,7 +534,7 @@ def test_a_dask_scheduler_address_that_is_no_dask_scheduler_is_one_line_within_t
         address, close = _serve(reply)
         try:
             code = ("import importlib, sys\n"
-                    "importlib.import_module('gpusim.sweep').DASK_CONNECT_SECONDS = 3\n"
+                    "importlib.import_module('gpusim.sweep.executors').DASK_CONNECT_SECONDS = 3\n"
                     "from gpusim.cli import main\n"
                     f"sys.exit(main(['sweep', {str(tiny)!r}, '--arch', 'h100', '--sms', '1', '--vary', 'n=32,64', "
                     f"'--out', {str(tmp_path / 'd.csv')!r}, '--executor', 'dask', '--dask-scheduler', {address!r}]))")

@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 import gpusim
-from gpusim.api import MAX_SYNC_WINDOW, run
+from gpusim.api import run
+from gpusim.options import MAX_SYNC_WINDOW
 from gpusim.errors import GpusimError
-from gpusim.memory.hierarchy import DRAM, MemoryHierarchy, _hash
+from gpusim.memory.hierarchy import MemoryHierarchy
+from gpusim.memory.l2_tags import line_hash
+from gpusim.memory.levels import DRAM
 from gpusim.stats.invariants import violations
 
 from .test_hostile_workload_cli import _cli
@@ -100,7 +103,7 @@ def test_an_l2_line_in_flight_is_kept_while_an_earlier_request_can_still_come():
     memory.horizon = 1000.0
     slices = len(memory.l2)
     line = 4096
-    other = next(n for n in range(line + 1, line + 100_000) if _hash(n) % slices == _hash(line) % slices)
+    other = next(n for n in range(line + 1, line + 100_000) if line_hash(n) % slices == line_hash(line) % slices)
     back, level = memory._l2_access(line, 0b1111, 1000, False)
     assert level == DRAM
     memory.l2_pending_limit[:] = [0] * slices  # tidy at the next miss

@@ -11,7 +11,8 @@ import pytest
 import gpusim
 from gpusim.errors import GpusimError
 from gpusim.workload import kernel_mix, load_workload, warp_stream
-from gpusim.workload import expr, kernel, opcodes, program
+from gpusim.isa import opcodes
+from gpusim.workload import expr, expr_operations, kernel, program
 from gpusim.workload.template import kernel_name, template_text, write_template
 
 from .conftest import ROOT, run_cli
@@ -77,12 +78,12 @@ def test_every_built_in_name_is_documented():
 
 def test_every_function_and_operator_is_documented():
     """Each call the evaluator accepts is in the functions table; each operator in the expressions section."""
-    calls = set(expr._CALLS) | {expr.RAND}
+    calls = set(expr_operations.CALLS) | {expr.RAND}
     functions = section("Functions")
     for name in calls:
         assert f"`{name}(" in functions, name
     text = section("Expressions")
-    for symbol in expr._SYMBOLS.values():
+    for symbol in expr_operations.SYMBOLS.values():
         assert f"`{symbol}`" in text, symbol
     for symbol in ("<", "<=", ">", ">=", "==", "!=", "and", "or", "not", "~"):
         assert f"`{symbol}`" in text, symbol
@@ -91,7 +92,7 @@ def test_every_function_and_operator_is_documented():
 def test_every_width_modifier_is_documented():
     """Each modifier that sets a memory opcode's width is in the instructions section."""
     text = section("Instructions")
-    for modifier in opcodes._WIDTHS:
+    for modifier in opcodes.WIDTHS:
         assert f"`.{modifier}`" in text or f"`.{modifier}`/" in text or f"/`.{modifier}`" in text, modifier
 
 

@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpusim import GpusimError  # noqa: E402
-from gpusim.api import _run_kernel, load_kernel  # noqa: E402
+from gpusim.api import Hooks, load_kernel, simulate_kernel  # noqa: E402
 from gpusim.arch import load_arch  # noqa: E402
+from gpusim.options import RunOptions  # noqa: E402
 from gpusim.sampling.plan import hot_loops, with_trips  # noqa: E402
 from gpusim.workload import parse_overrides  # noqa: E402
 from gpusim.workload.program import walk_instrs  # noqa: E402
@@ -145,9 +146,9 @@ def main() -> int:
         if args.stagger < 0:
             raise GpusimError(f"--stagger {args.stagger}: expected cycles >= 0")
         observer = BlockSchedule(first_body_pc(loops[0]))
-        result = _run_kernel(kernel, load_arch(args.arch), scheduler="lrr", simt="stack", sms=args.sms, seed=0,
-                             memory="hierarchy", observer=observer, max_instructions=None, on_count=None,
-                             block_limit=args.blocks, stagger=args.stagger)
+        options = RunOptions(sms=args.sms, max_instructions=None, sample="off")
+        result = simulate_kernel(kernel, load_arch(args.arch), options, Hooks(observer=observer),
+                                 block_limit=args.blocks, stagger=args.stagger)
     except GpusimError as exc:
         sys.exit(f"block_schedule.py: {exc}")
     metrics = result.metrics

@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import gpusim  # noqa: E402
 import gpusim.api as api  # noqa: E402
+from gpusim.options import check_sync_window  # noqa: E402
 
 GEMM = ROOT / "workloads" / "gemm_tile128_sync.yaml"
 # the plans that sample waves with loop trips there: (label, arch, parameters, the full run's cycles, measured with
@@ -47,20 +48,20 @@ def rows() -> list[tuple[str, str, dict, int]]:
 def sampled_with_stagger_delta(arch: str, params: dict, delta: int, **options) -> dict:
     """The sampled record with every staggered reduced run's spread `delta` cycles longer than the pilot's
     (`options`: more of gpusim.run's)."""
-    run_kernel = api._run_kernel
+    run_kernel = api.simulate_kernel
 
-    def nudged(kernel, spec, **options):
-        if options.get("stagger"):
-            options["stagger"] += delta
-        return run_kernel(kernel, spec, **options)
+    def nudged(kernel, spec, run_options, hooks=None, **run):
+        if run.get("stagger"):
+            run["stagger"] += delta
+        return run_kernel(kernel, spec, run_options, hooks, **run)
 
-    api._run_kernel = nudged
+    api.simulate_kernel = nudged
     try:
         started = time.perf_counter()
         result = gpusim.run(GEMM, arch, params=params, sample="on", **options)
         wall = time.perf_counter() - started
     finally:
-        api._run_kernel = run_kernel
+        api.simulate_kernel = run_kernel
     sampling = result.sampling
     return {"delta": delta, "cycles": result.metrics["gpu_sim_cycle"],
             "error_estimate_pct": sampling.get("error_estimate_pct"),
@@ -79,7 +80,7 @@ def main(argv=None) -> int:
     parser.error = lambda message: sys.exit(f"sampling_spread.py: {message}")  # one line, not the usage too
     args = parser.parse_args(argv)
     try:
-        api.check_sync_window(args.sync_window)
+        check_sync_window(args.sync_window)
     except gpusim.GpusimError as exc:
         print(f"sampling_spread.py: {exc}", file=sys.stderr)
         return 1

@@ -32,10 +32,10 @@ Assumed, not measured (no GPU was at hand to run cudaOccupancyMaxActiveClusters)
   divide the GPC (18 SMs, 2 blocks each, size 4: 9 here, 8 by layers).
 * No per-GPC cap on resident clusters beyond the block slots (none is documented for NVIDIA parts).
 * The GPCs' sizes: a real part's floorsweeping decides them and differs from chip to chip, and NVIDIA does not
-  publish them. We use the engine's layout (gpusim.engine.gpu.sm_layout: TPCs dealt round-robin over the GPCs),
-  so the calculator and the simulated GPU agree: an H100 SXM (66 TPCs, 8 GPCs) is 2 GPCs of 18 SMs and 6 of 16,
-  giving 66 clusters of 2, 32 of 4, 16 of 8 and 8 of 16 at one block per SM. Measured H100s can hold fewer of the
-  large sizes: the accel-sim run above fitted 17 clusters of 8 on only 120 SMs (so that chip had at most 15
+  publish them. We use the engine's layout (gpusim.analytic.layout.sm_layout: TPCs dealt round-robin over the
+  GPCs), so the calculator and the simulated GPU agree: an H100 SXM (66 TPCs, 8 GPCs) is 2 GPCs of 18 SMs and 6
+  of 16, giving 66 clusters of 2, 32 of 4, 16 of 8 and 8 of 16 at one block per SM. Measured H100s can hold fewer
+  of the large sizes: the accel-sim run above fitted 17 clusters of 8 on only 120 SMs (so that chip had at most 15
   one-block-per-SM slots for clusters of 8), and cuBLAS launched 120 CTAs of 8-block clusters on an H100 SXM where
   CUTLASS's 18-SMs-per-GPC heuristic chose 112 (NVIDIA/cutlass#1921).
 """
@@ -45,8 +45,8 @@ from __future__ import annotations
 import attrs
 
 from ..arch import ArchSpec, load_arch
-from ..engine.gpu import sm_layout
 from ..errors import shorten
+from .layout import sm_layout
 from .occupancy import OccupancyResult, occupancy
 
 PORTABLE_MAX_CLUSTER_SIZE = 8  # [PG] guaranteed on every part that has clusters

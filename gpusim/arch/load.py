@@ -275,7 +275,9 @@ def _strict_bool(value, _type):
 
 
 @functools.cache
-def _converter() -> cattrs.Converter:
+def spec_converter() -> cattrs.Converter:
+    """The converter from parsed YAML to the spec classes (arch files, the MIG table): unknown keys refused, no
+    coercion between kinds of scalar (a boolean is not a number, a number not a string), every problem collected."""
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     conv.register_structure_hook(int, _strict_int)
     conv.register_structure_hook(float, _strict_float)
@@ -312,7 +314,7 @@ def _line_of(data, path: str) -> int | None:
     return line
 
 
-def _describe(exc: BaseException, path: str, data) -> list[str]:
+def describe_problems(exc: BaseException, path: str, data) -> list[str]:
     """Flatten a cattrs validation error into 'key: problem' strings."""
     if isinstance(exc, ForbiddenExtraKeysError):
         where = f"{path}." if path else ""
@@ -326,7 +328,7 @@ def _describe(exc: BaseException, path: str, data) -> list[str]:
                 name = f"[{note.index}]"
             sub_path = path if name is None else (f"{path}{name}" if name.startswith("[") else
                                                    f"{path}.{name}" if path else name)
-            out += _describe(sub, sub_path, data)
+            out += describe_problems(sub, sub_path, data)
         return out
     if isinstance(exc, KeyError):
         return [f"missing key '{path}'"]
@@ -338,7 +340,7 @@ def _describe(exc: BaseException, path: str, data) -> list[str]:
     return [f"'{path}'{f' (line {line})' if line else ''}: {msg}"]
 
 
-def _join(problems: list[str], source: str) -> str:
+def join_problems(problems: list[str], source: str) -> str:
     """'source: p1; p2; ...' in at most MAX_MESSAGE_CHARS (unknown keys first: a typo's missing key follows),
     naming how many problems did not fit."""
     problems = sorted(problems, key=lambda p: not p.startswith("unknown key"))
@@ -357,9 +359,9 @@ def parse_arch(data, source: str) -> ArchSpec:
     if not isinstance(data, dict):
         raise ArchError(f"{source}: expected a mapping of architecture keys at the top level")
     try:
-        spec = _converter().structure(data, ArchSpec)
+        spec = spec_converter().structure(data, ArchSpec)
     except (ClassValidationError, ForbiddenExtraKeysError) as exc:
-        raise ArchError(one_line(_join(_describe(exc, "", data), source))) from None
+        raise ArchError(one_line(join_problems(describe_problems(exc, "", data), source))) from None
     except (TypeError, ValueError) as exc:
         raise ArchError(one_line(f"{source}: {exc}")) from None
     _check_fp16_rate(spec, data, source)

@@ -18,8 +18,9 @@ from attrs import validators as v
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from ..errors import ArchError
-from .load import MIG_TABLE, _converter, _describe, _join, arch_dir, known_archs, one_line, read_yaml, shown
-from .spec import ArchSpec, _count, _field, _number, _Optional, _Text
+from .load import (MIG_TABLE, arch_dir, describe_problems, join_problems, known_archs, one_line, read_yaml, shown,
+                   spec_converter)
+from .spec import ArchSpec, OrAbsent, TextLine, count_range, number_range, spec_field
 
 MEMORY_SLICES = 8  # a memory slice is one eighth of the memory, its controllers and its L2 (MIG user guide)
 MAX_COMPUTE_SLICES = 7
@@ -28,25 +29,25 @@ _PROFILE_NAME = re.compile(r"([1-7])g\.([0-9]{1,4})gb(\+me)?")
 
 @attrs.frozen
 class MigProfile:
-    compute_slices: int = _field("compute (SM) slices: the <g> of <g>g.<N>gb", "slices",
-                                 _count(MAX_COMPUTE_SLICES))
-    memory_slices: int = _field("memory slices of the 8: the share of L2 and DRAM channels and bandwidth",
-                                "slices", _count(MEMORY_SLICES))
-    sms: int = _field("SMs the GPU instance gets (nvidia-smi mig -lgip, SM column)", "SMs", _count(1024))
-    max_instances: int = _field("how many of this profile one GPU holds at once", "instances",
-                                _count(MAX_COMPUTE_SLICES))
+    compute_slices: int = spec_field("compute (SM) slices: the <g> of <g>g.<N>gb", "slices",
+                                     count_range(MAX_COMPUTE_SLICES))
+    memory_slices: int = spec_field("memory slices of the 8: the share of L2 and DRAM channels and bandwidth",
+                                    "slices", count_range(MEMORY_SLICES))
+    sms: int = spec_field("SMs the GPU instance gets (nvidia-smi mig -lgip, SM column)", "SMs", count_range(1024))
+    max_instances: int = spec_field("how many of this profile one GPU holds at once", "instances",
+                                    count_range(MAX_COMPUTE_SLICES))
 
 
 @attrs.frozen
 class MigPart:
-    product: str = _field("the product the profile table is for", validator=_Text(200))
-    profiles: dict[str, MigProfile] = _field("profile name -> profile", validator=v.instance_of(dict))
-    base: str | None = _field("the arch file the part is built from (default: its own key)",
-                              validator=_Optional(_Text(64)), default=None)
-    dram_type: str | None = _field("memory technology, where it differs from the base arch's",
-                                   validator=_Optional(_Text(64)), default=None)
-    dram_bandwidth_gbs: float | None = _field("full part's DRAM bandwidth, where it differs from the base arch's",
-                                              "GB/s", _Optional(_number(1, 1_000_000)), default=None)
+    product: str = spec_field("the product the profile table is for", validator=TextLine(200))
+    profiles: dict[str, MigProfile] = spec_field("profile name -> profile", validator=v.instance_of(dict))
+    base: str | None = spec_field("the arch file the part is built from (default: its own key)",
+                                  validator=OrAbsent(TextLine(64)), default=None)
+    dram_type: str | None = spec_field("memory technology, where it differs from the base arch's",
+                                       validator=OrAbsent(TextLine(64)), default=None)
+    dram_bandwidth_gbs: float | None = spec_field("full part's DRAM bandwidth, where it differs from the base arch's",
+                                                  "GB/s", OrAbsent(number_range(1, 1_000_000)), default=None)
 
 
 def _structure_table(data, source: str) -> dict[str, MigPart]:
@@ -55,9 +56,9 @@ def _structure_table(data, source: str) -> dict[str, MigPart]:
     parts = {}
     for key, value in data.items():
         try:
-            part = _converter().structure(value, MigPart)
+            part = spec_converter().structure(value, MigPart)
         except (ClassValidationError, ForbiddenExtraKeysError) as exc:
-            raise ArchError(one_line(_join(_describe(exc, str(key), data), source))) from None
+            raise ArchError(one_line(join_problems(describe_problems(exc, str(key), data), source))) from None
         except (TypeError, ValueError) as exc:
             raise ArchError(one_line(f"{source}: {shown(key, 40)}: {exc}")) from None
         base = part.base or str(key)

@@ -52,7 +52,8 @@ class _Range:
             raise ValueError(f"{attribute.name}: expected {self.text}, got {shorten(value)}")
 
 
-def _count(hi, lo=1):
+def count_range(hi, lo=1):
+    """An integer in [lo, hi]."""
     return _Range(lo, hi)
 
 
@@ -60,12 +61,12 @@ def _pow2(hi, lo=1):
     return _Range(lo, hi, power_of_two=True)
 
 
-def _number(lo, hi):
+def number_range(lo, hi):
     """A finite float in [lo, hi], or in (0, hi] when lo is 0."""
     return _Range(lo, hi, integer=False, lo_open=lo == 0)
 
 
-class _Optional:
+class OrAbsent:
     """None, or what `inner` accepts."""
 
     def __init__(self, inner, text: str | None = None):
@@ -82,7 +83,7 @@ class _Fraction(_Range):
         self.text = "a fraction in (0, 1]"
 
 
-class _Text:
+class TextLine:
     """A one-line printable string of at most `limit` characters (it appears in messages and tables)."""
 
     def __init__(self, limit: int, pattern: str | None = None, what: str = ""):
@@ -96,7 +97,7 @@ class _Text:
             raise ValueError(f"{attribute.name}: expected {self.text}, got {shorten(value)}")
 
 
-def _field(doc: str, unit: str = "", validator=None, **kw):
+def spec_field(doc: str, unit: str = "", validator=None, **kw):
     """An attrs field with its description, unit and (from the validator) the accepted range in metadata."""
     valid_range = getattr(validator, "text", "")
     return attrs.field(validator=validator, metadata={"doc": doc, "unit": unit, "range": valid_range}, **kw)
@@ -104,18 +105,19 @@ def _field(doc: str, unit: str = "", validator=None, **kw):
 
 @attrs.frozen
 class Clocks:
-    core_mhz: float = _field("SM boost clock; FP32/INT peaks and simulated time use it", "MHz", _number(1, 10_000))
-    tensor_mhz: float = _field("clock NVIDIA quotes its tensor-core peak at (often below boost)", "MHz",
-                               _number(1, 10_000))
-    memory_note: str = _field("what the memory clock is, in words", validator=_Text(200), default="")
+    core_mhz: float = spec_field("SM boost clock; FP32/INT peaks and simulated time use it", "MHz",
+                                 number_range(1, 10_000))
+    tensor_mhz: float = spec_field("clock NVIDIA quotes its tensor-core peak at (often below boost)", "MHz",
+                                   number_range(1, 10_000))
+    memory_note: str = spec_field("what the memory clock is, in words", validator=TextLine(200), default="")
 
 
 @attrs.frozen
 class Structure:
-    gpcs: int = _field("graphics processing clusters in the enabled part", "count", _count(64))
-    tpcs_per_gpc: int = _field("texture processing clusters per GPC in the full die", "count", _count(64))
-    sms_per_tpc: int = _field("SMs per TPC", "count", _count(8))
-    enabled_sms: int = _field("SMs enabled in this product", "count", _count(1024))
+    gpcs: int = spec_field("graphics processing clusters in the enabled part", "count", count_range(64))
+    tpcs_per_gpc: int = spec_field("texture processing clusters per GPC in the full die", "count", count_range(64))
+    sms_per_tpc: int = spec_field("SMs per TPC", "count", count_range(8))
+    enabled_sms: int = spec_field("SMs enabled in this product", "count", count_range(1024))
 
     def __attrs_post_init__(self):
         full = self.gpcs * self.tpcs_per_gpc * self.sms_per_tpc
@@ -126,20 +128,21 @@ class Structure:
 
 @attrs.frozen
 class SMSpec:
-    sub_partitions: int = _field("processing blocks (SMSPs) per SM, each with its own scheduler", "count",
-                                 _count(16))
-    warp_size: int = _field("threads per warp (the workload and trace models are 32 lanes wide)", "threads",
-                            _pow2(32, 32))
-    max_warps: int = _field("resident warp slots per SM", "warps", _count(1024))
-    max_threads: int = _field("resident threads per SM", "threads", _count(32 * 1024))
-    max_blocks: int = _field("resident thread-block slots per SM", "blocks", _count(1024))
-    max_threads_per_block: int = _field("largest block a launch may ask for", "threads", _count(32 * 1024))
-    registers: int = _field("32-bit registers per SM (split evenly across sub-partitions)", "registers",
-                            _count(MIB))
-    registers_per_block: int = _field("32-bit registers one block may hold", "registers", _count(MIB))
-    max_registers_per_thread: int = _field("largest per-thread register count the ISA encodes", "registers",
-                                           _count(1024))
-    register_allocation_unit: int = _field("per-warp register allocation granularity", "registers", _count(8192))
+    sub_partitions: int = spec_field("processing blocks (SMSPs) per SM, each with its own scheduler", "count",
+                                     count_range(16))
+    warp_size: int = spec_field("threads per warp (the workload and trace models are 32 lanes wide)", "threads",
+                                _pow2(32, 32))
+    max_warps: int = spec_field("resident warp slots per SM", "warps", count_range(1024))
+    max_threads: int = spec_field("resident threads per SM", "threads", count_range(32 * 1024))
+    max_blocks: int = spec_field("resident thread-block slots per SM", "blocks", count_range(1024))
+    max_threads_per_block: int = spec_field("largest block a launch may ask for", "threads", count_range(32 * 1024))
+    registers: int = spec_field("32-bit registers per SM (split evenly across sub-partitions)", "registers",
+                                count_range(MIB))
+    registers_per_block: int = spec_field("32-bit registers one block may hold", "registers", count_range(MIB))
+    max_registers_per_thread: int = spec_field("largest per-thread register count the ISA encodes", "registers",
+                                               count_range(1024))
+    register_allocation_unit: int = spec_field("per-warp register allocation granularity", "registers",
+                                               count_range(8192))
 
     def __attrs_post_init__(self):
         if self.max_threads != self.max_warps * self.warp_size:
@@ -154,10 +157,10 @@ class SMSpec:
 class FrontendSpec:
     """Warp front-end and block-launch timing (not published by NVIDIA; the files say what they assume)."""
 
-    branch_resolve_cycles: int = _field("cycles after a branch issues before its warp can issue again", "cycles",
-                                        _count(MAX_CYCLES))
-    block_launch_cycles: int = _field("cycles from the dispatcher choosing an SM to the block's first issue",
-                                      "cycles", _count(MAX_CYCLES))
+    branch_resolve_cycles: int = spec_field("cycles after a branch issues before its warp can issue again", "cycles",
+                                            count_range(MAX_CYCLES))
+    block_launch_cycles: int = spec_field("cycles from the dispatcher choosing an SM to the block's first issue",
+                                          "cycles", count_range(MAX_CYCLES))
 
 
 class _CarveoutSteps:
@@ -173,22 +176,24 @@ class _CarveoutSteps:
 
 @attrs.frozen
 class SharedMemorySpec:
-    per_sm_bytes: int = _field("largest shared-memory carveout per SM", "bytes", _count(16 * MIB))
-    per_block_default_bytes: int = _field("per-block limit without the opt-in attribute", "bytes", _count(16 * MIB))
-    per_block_optin_bytes: int = _field("per-block limit with cudaFuncAttributeMaxDynamicSharedMemorySize", "bytes",
-                                        _count(16 * MIB))
-    reserved_per_block_bytes: int = _field("shared memory the driver reserves per resident block", "bytes",
-                                           _count(64 * KIB, lo=0))
-    allocation_granularity_bytes: int = _field("per-block allocation granularity", "bytes", _pow2(64 * KIB))
-    carveout_steps_kb: tuple[int, ...] = _field(
+    per_sm_bytes: int = spec_field("largest shared-memory carveout per SM", "bytes", count_range(16 * MIB))
+    per_block_default_bytes: int = spec_field("per-block limit without the opt-in attribute", "bytes",
+                                              count_range(16 * MIB))
+    per_block_optin_bytes: int = spec_field("per-block limit with cudaFuncAttributeMaxDynamicSharedMemorySize", "bytes",
+                                            count_range(16 * MIB))
+    reserved_per_block_bytes: int = spec_field("shared memory the driver reserves per resident block", "bytes",
+                                               count_range(64 * KIB, lo=0))
+    allocation_granularity_bytes: int = spec_field("per-block allocation granularity", "bytes", _pow2(64 * KIB))
+    carveout_steps_kb: tuple[int, ...] = spec_field(
         "carveout sizes the driver snaps a preference up to, ascending", "KiB", _CarveoutSteps(), converter=tuple)
-    banks: int = _field("shared-memory banks", "banks", _pow2(1024))
-    bank_width_bytes: int = _field("bytes each bank serves per cycle", "bytes", _pow2(256))
-    unified_l1_bytes: int = _field("unified L1 data cache + shared memory capacity per SM", "bytes", _count(16 * MIB))
-    barriers_per_block_slot: int = _field("named-barrier sets per block slot (CTA barrier limit)", "barriers",
-                                          _count(64))
-    barrier_limit_enforced: bool = _field("whether CUDA's occupancy calculator applies the barrier limit",
-                                          validator=v.instance_of(bool))
+    banks: int = spec_field("shared-memory banks", "banks", _pow2(1024))
+    bank_width_bytes: int = spec_field("bytes each bank serves per cycle", "bytes", _pow2(256))
+    unified_l1_bytes: int = spec_field("unified L1 data cache + shared memory capacity per SM", "bytes",
+                                       count_range(16 * MIB))
+    barriers_per_block_slot: int = spec_field("named-barrier sets per block slot (CTA barrier limit)", "barriers",
+                                              count_range(64))
+    barrier_limit_enforced: bool = spec_field("whether CUDA's occupancy calculator applies the barrier limit",
+                                              validator=v.instance_of(bool))
 
     def __attrs_post_init__(self):
         steps = self.carveout_steps_kb
@@ -204,10 +209,11 @@ class SharedMemorySpec:
 
 @attrs.frozen
 class Pipeline:
-    lanes: float = _field("thread-operations per clock per sub-partition (0.5 = one warp-instruction per 64 clocks)",
-                          "lanes", _Range(0.01, 1024, integer=False))
-    latency: int = _field("dependent-issue latency (result ready after this many clocks)", "cycles",
-                          _count(MAX_CYCLES))
+    lanes: float = spec_field(
+        "thread-operations per clock per sub-partition (0.5 = one warp-instruction per 64 clocks)", "lanes",
+        _Range(0.01, 1024, integer=False))
+    latency: int = spec_field("dependent-issue latency (result ready after this many clocks)", "cycles",
+                              count_range(MAX_CYCLES))
 
     def issue_interval(self, warp_size: int) -> float:
         """Clocks one warp-instruction occupies the pipe: warp_size / lanes."""
@@ -218,10 +224,10 @@ class Pipeline:
 class TensorRate:
     """One precision's tensor-core peak per SM per tensor clock (at clocks.tensor_mhz, as the FP16 peak)."""
 
-    dense: int = _field("dense peak per SM: FLOP (FMA = 2) for floating point, operations for integers",
-                        "FLOP/clk/SM", _count(MIB))
-    sparse: int | None = _field("peak with 2:4 structured sparsity (a dense-equivalent rate); absent: the part has "
-                                "no sparse tensor path", "FLOP/clk/SM", _Optional(_count(MIB)), default=None)
+    dense: int = spec_field("dense peak per SM: FLOP (FMA = 2) for floating point, operations for integers",
+                            "FLOP/clk/SM", count_range(MIB))
+    sparse: int | None = spec_field("peak with 2:4 structured sparsity (a dense-equivalent rate); absent: the part has "
+                                    "no sparse tensor path", "FLOP/clk/SM", OrAbsent(count_range(MIB)), default=None)
 
     def __attrs_post_init__(self):
         if self.sparse is not None and not self.dense <= self.sparse <= 2 * self.dense:
@@ -229,12 +235,12 @@ class TensorRate:
                              f"got {self.sparse}")
 
 
-_RATE = _Optional(v.instance_of(TensorRate), "a mapping of dense (and sparse) FLOP/clk/SM, or absent")
+_RATE = OrAbsent(v.instance_of(TensorRate), "a mapping of dense (and sparse) FLOP/clk/SM, or absent")
 
 
 def _rate(precision: str):
-    return _field(f"{precision} tensor-core peak per SM (dense, sparse); absent: no {precision} tensor path",
-                  "FLOP/clk/SM", _RATE, default=None)
+    return spec_field(f"{precision} tensor-core peak per SM (dense, sparse); absent: no {precision} tensor path",
+                      "FLOP/clk/SM", _RATE, default=None)
 
 
 @attrs.frozen
@@ -243,8 +249,8 @@ class TensorRates:
     the dense_fp16_flops_per_clock peak the engine uses, per SM; the others are NVIDIA's figures in the same
     unit (TFLOPS / (SMs x tensor clock)). int8 and int4 count integer operations."""
 
-    fp16: TensorRate = _field("FP16 inputs (HMMA, HGMMA, UTCHMMA): the dense peak is sub_partitions x "
-                              "dense_fp16_flops_per_clock", "FLOP/clk/SM", v.instance_of(TensorRate))
+    fp16: TensorRate = spec_field("FP16 inputs (HMMA, HGMMA, UTCHMMA): the dense peak is sub_partitions x "
+                                  "dense_fp16_flops_per_clock", "FLOP/clk/SM", v.instance_of(TensorRate))
     bf16: TensorRate | None = _rate("BF16")
     tf32: TensorRate | None = _rate("TF32")
     fp8: TensorRate | None = _rate("FP8 (E4M3, E5M2)")
@@ -259,20 +265,21 @@ class TensorMemorySpec:
     """Tensor memory (TMEM, Blackwell sm_100): the per-SM accumulator memory of tcgen05 MMA, allocated by columns,
     read and written per warp through its sub-partition's chunk of lanes (gpusim.engine.asynchrony)."""
 
-    lanes: int = _field("rows of tensor memory (one 32-lane chunk per sub-partition)", "lanes", _pow2(1024))
-    columns: int = _field("32-bit columns of tensor memory per SM", "columns", _pow2(64 * KIB))
-    allocation_columns: int = _field("smallest allocation (tcgen05.alloc takes a power of two of at least this)",
-                                     "columns", _pow2(64 * KIB))
-    chunk_bytes_per_clock: int = _field("bytes one sub-partition's chunk moves per clock between tensor memory and "
-                                        "registers (LDTM / STTM)", "B/clk", _count(64 * KIB))
-    access_latency: int = _field("cycles from an LDTM's last transfer to its registers being ready (an STTM's data "
-                                 "written)", "cycles", _count(MAX_CYCLES))
-    mma_latency: int = _field("cycles from the end of a tcgen05 MMA's last step to its completion being seen "
-                              "(UTCBAR's mbarrier arrival)", "cycles", _count(MAX_CYCLES))
-    mma_tile_m: int = _field("rows of one tcgen05 MMA step: a smaller M takes as long", "rows", _pow2(1024))
-    mma_tile_n: int = _field("columns of one tcgen05 MMA step: a smaller N takes as long", "columns", _pow2(1024))
-    copy_bytes_per_clock: int = _field("bytes of shared memory an SM's tensor core reads per clock (UTCCP copies "
-                                       "shared memory to tensor memory at this rate)", "B/clk", _count(64 * KIB))
+    lanes: int = spec_field("rows of tensor memory (one 32-lane chunk per sub-partition)", "lanes", _pow2(1024))
+    columns: int = spec_field("32-bit columns of tensor memory per SM", "columns", _pow2(64 * KIB))
+    allocation_columns: int = spec_field("smallest allocation (tcgen05.alloc takes a power of two of at least this)",
+                                         "columns", _pow2(64 * KIB))
+    chunk_bytes_per_clock: int = spec_field("bytes one sub-partition's chunk moves per clock between tensor memory and "
+                                            "registers (LDTM / STTM)", "B/clk", count_range(64 * KIB))
+    access_latency: int = spec_field("cycles from an LDTM's last transfer to its registers being ready (an STTM's data "
+                                     "written)", "cycles", count_range(MAX_CYCLES))
+    mma_latency: int = spec_field("cycles from the end of a tcgen05 MMA's last step to its completion being seen "
+                                  "(UTCBAR's mbarrier arrival)", "cycles", count_range(MAX_CYCLES))
+    mma_tile_m: int = spec_field("rows of one tcgen05 MMA step: a smaller M takes as long", "rows", _pow2(1024))
+    mma_tile_n: int = spec_field("columns of one tcgen05 MMA step: a smaller N takes as long", "columns", _pow2(1024))
+    copy_bytes_per_clock: int = spec_field("bytes of shared memory an SM's tensor core reads per clock (UTCCP copies "
+                                           "shared memory to tensor memory at this rate)", "B/clk",
+                                           count_range(64 * KIB))
 
     def __attrs_post_init__(self):
         if self.allocation_columns > self.columns:
@@ -282,20 +289,20 @@ class TensorMemorySpec:
 
 @attrs.frozen
 class TensorPipeline:
-    dense_fp16_flops_per_clock: int = _field("dense FP16 FLOP (FMA = 2) per clock per sub-partition", "FLOP/clk",
-                                             _count(64 * KIB))
-    latency: int = _field("dependent-issue latency of one warp-level MMA", "cycles", _count(MAX_CYCLES))
-    warp_mma_flops_per_clock: int | None = _field(
+    dense_fp16_flops_per_clock: int = spec_field("dense FP16 FLOP (FMA = 2) per clock per sub-partition", "FLOP/clk",
+                                                 count_range(64 * KIB))
+    latency: int = spec_field("dependent-issue latency of one warp-level MMA", "cycles", count_range(MAX_CYCLES))
+    warp_mma_flops_per_clock: int | None = spec_field(
         "dense FP16 FLOP per clock per sub-partition that warp-level MMA (mma.sync: HMMA, IMMA) reaches, where "
         "it is below the peak (Hopper and later reach the peak only with warpgroup / tcgen05 MMA); "
         "default: dense_fp16_flops_per_clock", "FLOP/clk",
-        validator=_Optional(_count(64 * KIB)), default=None)
-    rates: TensorRates | None = _field(
+        validator=OrAbsent(count_range(64 * KIB)), default=None)
+    rates: TensorRates | None = spec_field(
         "tensor-core peaks by precision, per SM (fp16, bf16, tf32, fp8, fp6, fp4, int8, int4; dense and sparse); "
-        "absent: only the FP16 peak above is known", validator=_Optional(v.instance_of(TensorRates), "a mapping of precisions, or absent"), default=None)
-    tensor_memory: TensorMemorySpec | None = _field(
+        "absent: only the FP16 peak above is known", validator=OrAbsent(v.instance_of(TensorRates), "a mapping of precisions, or absent"), default=None)
+    tensor_memory: TensorMemorySpec | None = spec_field(
         "tensor memory and tcgen05 MMA (compute capability 10.x); absent: the part has none",
-        validator=_Optional(v.instance_of(TensorMemorySpec), "a mapping of tensor-memory figures, or absent"),
+        validator=OrAbsent(v.instance_of(TensorMemorySpec), "a mapping of tensor-memory figures, or absent"),
         default=None)
 
     @property
@@ -308,21 +315,21 @@ class TensorPipeline:
 class Pipelines:
     """Execution units of one sub-partition."""
 
-    fp32: Pipeline = _field("FFMA/FADD/FMUL pipe", validator=v.instance_of(Pipeline))
-    int32: Pipeline = _field("integer ALU pipe", validator=v.instance_of(Pipeline))
-    fp64: Pipeline = _field("double-precision pipe", validator=v.instance_of(Pipeline))
-    sfu: Pipeline = _field("special-function unit (MUFU)", validator=v.instance_of(Pipeline))
-    tensor: TensorPipeline = _field("tensor core", validator=v.instance_of(TensorPipeline))
-    ldst: Pipeline = _field("load/store address units (MIO issue)", validator=v.instance_of(Pipeline))
-    memory_queue_depth: int = _field(
+    fp32: Pipeline = spec_field("FFMA/FADD/FMUL pipe", validator=v.instance_of(Pipeline))
+    int32: Pipeline = spec_field("integer ALU pipe", validator=v.instance_of(Pipeline))
+    fp64: Pipeline = spec_field("double-precision pipe", validator=v.instance_of(Pipeline))
+    sfu: Pipeline = spec_field("special-function unit (MUFU)", validator=v.instance_of(Pipeline))
+    tensor: TensorPipeline = spec_field("tensor core", validator=v.instance_of(TensorPipeline))
+    ldst: Pipeline = spec_field("load/store address units (MIO issue)", validator=v.instance_of(Pipeline))
+    memory_queue_depth: int = spec_field(
         "memory instructions a sub-partition's load/store pipes hold issued but not yet started (the MIO / LSU "
         "instruction queue): issue stalls (mio_throttle, lg_throttle) only when it is full", "instructions",
-        _count(1024), default=2)
-    register_banks: int = _field(
+        count_range(1024), default=2)
+    register_banks: int = spec_field(
         "banks of a sub-partition's register file: register Rn is in bank n % register_banks; an instruction whose "
         "source registers need more reads of one bank than it serves in a cycle waits for them (dispatch_stall)",
-        "banks", _count(64), default=2)
-    register_bank_width_bits: int = _field(
+        "banks", count_range(64), default=2)
+    register_bank_width_bits: int = spec_field(
         "bits one register bank delivers per thread per cycle (64: two 32-bit registers, so three source "
         "registers in one bank cost one extra cycle)", "bits", _Range(32, 1024, power_of_two=True), default=64)
 
@@ -349,15 +356,15 @@ MAX_L1_SETS, MAX_L2_SETS = 4096, MIB  # per SM / in all: 64x and 40x the largest
 
 @attrs.frozen
 class L1Spec:
-    line_bytes: int = _field("cache line (tag) size", "bytes", _pow2(4 * KIB, lo=16))
-    sector_bytes: int = _field("sector (fill) size", "bytes", _pow2(KIB, lo=4))
-    associativity: int = _field(f"ways per set (unified_l1_bytes / line_bytes / ways at most {MAX_L1_SETS:,} sets)",
-                                "ways", _count(64 * KIB))
-    hit_latency: int = _field("load-to-use latency of an L1 hit", "cycles", _count(MAX_CYCLES))
-    shared_latency: int = _field("load-to-use latency of a conflict-free shared-memory load", "cycles",
-                                 _count(MAX_CYCLES))
-    mshrs: int = _field("outstanding miss entries per SM; at least 32, the distinct lines one warp's 32 lanes can "
-                        "touch in one request", "entries", _count(64 * KIB, lo=32))
+    line_bytes: int = spec_field("cache line (tag) size", "bytes", _pow2(4 * KIB, lo=16))
+    sector_bytes: int = spec_field("sector (fill) size", "bytes", _pow2(KIB, lo=4))
+    associativity: int = spec_field(f"ways per set (unified_l1_bytes / line_bytes / ways at most {MAX_L1_SETS:,} sets)",
+                                    "ways", count_range(64 * KIB))
+    hit_latency: int = spec_field("load-to-use latency of an L1 hit", "cycles", count_range(MAX_CYCLES))
+    shared_latency: int = spec_field("load-to-use latency of a conflict-free shared-memory load", "cycles",
+                                     count_range(MAX_CYCLES))
+    mshrs: int = spec_field("outstanding miss entries per SM; at least 32, the distinct lines one warp's 32 lanes can "
+                            "touch in one request", "entries", count_range(64 * KIB, lo=32))
 
     def __attrs_post_init__(self):
         _sectors_per_line(self)
@@ -365,19 +372,21 @@ class L1Spec:
 
 @attrs.frozen
 class L2Spec:
-    size_bytes: int = _field("total L2 capacity", "bytes", _count(GIB))
-    slices: int = _field("address-interleaved L2 slices", "slices", _count(1024))
-    line_bytes: int = _field("cache line (tag) size", "bytes", _pow2(4 * KIB, lo=16))
-    sector_bytes: int = _field("sector size", "bytes", _pow2(KIB, lo=4))
-    associativity: int = _field(f"ways per set (size_bytes / line_bytes / ways at most {MAX_L2_SETS:,} sets)",
-                                "ways", _count(64 * KIB))
-    hit_latency: int = _field("load-to-use latency of an L1 miss that hits in L2", "cycles", _count(MAX_CYCLES))
-    bandwidth_bytes_per_clock: int = _field("aggregate L2 read bandwidth", "bytes/clk", _count(MIB))
-    sm_bytes_per_clock: int = _field(
-        "bandwidth of one SM's port to L2 (L1 misses, stores, atomics), per core clock", "bytes/clk", _count(64 * KIB))
-    atomic_cycles_per_address_update: int = _field(
+    size_bytes: int = spec_field("total L2 capacity", "bytes", count_range(GIB))
+    slices: int = spec_field("address-interleaved L2 slices", "slices", count_range(1024))
+    line_bytes: int = spec_field("cache line (tag) size", "bytes", _pow2(4 * KIB, lo=16))
+    sector_bytes: int = spec_field("sector size", "bytes", _pow2(KIB, lo=4))
+    associativity: int = spec_field(f"ways per set (size_bytes / line_bytes / ways at most {MAX_L2_SETS:,} sets)",
+                                    "ways", count_range(64 * KIB))
+    hit_latency: int = spec_field("load-to-use latency of an L1 miss that hits in L2", "cycles",
+                                  count_range(MAX_CYCLES))
+    bandwidth_bytes_per_clock: int = spec_field("aggregate L2 read bandwidth", "bytes/clk", count_range(MIB))
+    sm_bytes_per_clock: int = spec_field(
+        "bandwidth of one SM's port to L2 (L1 misses, stores, atomics), per core clock", "bytes/clk",
+        count_range(64 * KIB))
+    atomic_cycles_per_address_update: int = spec_field(
         "clocks an L2 slice needs per atomic update of one address (updates to one address serialize)", "cycles",
-        _count(MAX_CYCLES), default=1)
+        count_range(MAX_CYCLES), default=1)
 
     def __attrs_post_init__(self):
         _sectors_per_line(self)
@@ -389,15 +398,15 @@ class L2Spec:
 
 @attrs.frozen
 class DramSpec:
-    type: str = _field("memory technology", validator=_Text(64))
-    capacity_gb: float = _field("device memory capacity", "GB", _number(0, 100_000))
-    bandwidth_gbs: float = _field("peak DRAM bandwidth NVIDIA quotes", "GB/s", _number(1, 1_000_000))
-    latency: int = _field("load-to-use latency of a load that misses L1 and L2", "cycles", _count(MAX_CYCLES))
-    channels: int = _field("independent channels the bandwidth is spread over", "channels", _count(1024))
-    read_efficiency: float = _field("fraction of the peak that streaming reads reach (refresh, page misses)",
-                                    "fraction", _Fraction())
-    write_efficiency: float = _field("fraction of the peak that write-backs reach (bus turnaround as well)",
-                                     "fraction", _Fraction())
+    type: str = spec_field("memory technology", validator=TextLine(64))
+    capacity_gb: float = spec_field("device memory capacity", "GB", number_range(0, 100_000))
+    bandwidth_gbs: float = spec_field("peak DRAM bandwidth NVIDIA quotes", "GB/s", number_range(1, 1_000_000))
+    latency: int = spec_field("load-to-use latency of a load that misses L1 and L2", "cycles", count_range(MAX_CYCLES))
+    channels: int = spec_field("independent channels the bandwidth is spread over", "channels", count_range(1024))
+    read_efficiency: float = spec_field("fraction of the peak that streaming reads reach (refresh, page misses)",
+                                        "fraction", _Fraction())
+    write_efficiency: float = spec_field("fraction of the peak that write-backs reach (bus turnaround as well)",
+                                         "fraction", _Fraction())
 
 
 @attrs.frozen
@@ -405,37 +414,37 @@ class SmToSmSpec:
     """The SM-to-SM network of a GPC (Hopper and later): what distributed shared memory (a block reading, writing
     or updating the shared memory of another block of its thread block cluster) and cluster barriers cross."""
 
-    latency: int = _field("load-to-use latency of a distributed shared-memory access to another SM of the cluster",
-                          "cycles", _count(MAX_CYCLES))
-    sm_bytes_per_clock: float = _field(
+    latency: int = spec_field("load-to-use latency of a distributed shared-memory access to another SM of the cluster",
+                              "cycles", count_range(MAX_CYCLES))
+    sm_bytes_per_clock: float = spec_field(
         "bytes one SM sends (and, separately, receives) over the network per core clock: distributed shared-memory "
-        "traffic moves in 32-byte sectors", "bytes/clk", _number(0, 64 * KIB))
+        "traffic moves in 32-byte sectors", "bytes/clk", number_range(0, 64 * KIB))
 
 
 @attrs.frozen
 class MemorySpec:
-    l1: L1Spec = _field("per-SM L1 data cache", validator=v.instance_of(L1Spec))
-    l2: L2Spec = _field("shared L2", validator=v.instance_of(L2Spec))
-    dram: DramSpec = _field("device memory", validator=v.instance_of(DramSpec))
-    sm_to_sm: SmToSmSpec | None = _field(
+    l1: L1Spec = spec_field("per-SM L1 data cache", validator=v.instance_of(L1Spec))
+    l2: L2Spec = spec_field("shared L2", validator=v.instance_of(L2Spec))
+    dram: DramSpec = spec_field("device memory", validator=v.instance_of(DramSpec))
+    sm_to_sm: SmToSmSpec | None = spec_field(
         "the SM-to-SM network of distributed shared memory (compute capability 9.0 and later); absent: the part "
-        "has none", validator=_Optional(v.instance_of(SmToSmSpec), "a mapping of latency and sm_bytes_per_clock, "
+        "has none", validator=OrAbsent(v.instance_of(SmToSmSpec), "a mapping of latency and sm_bytes_per_clock, "
                                                                    "or absent"), default=None)
 
 
 @attrs.frozen
 class ArchSpec:
-    name: str = _field("short name (the file's stem)", validator=_Text(64))
-    full_name: str = _field("product name", validator=_Text(200))
-    compute_capability: str = _field("CUDA compute capability, 'major.minor'",
-                                     validator=_Text(5, r"[0-9]{1,2}\.[0-9]{1,2}", "'major.minor', e.g. '9.0'"))
-    clocks: Clocks = _field("clock rates", validator=v.instance_of(Clocks))
-    structure: Structure = _field("GPC/TPC/SM hierarchy", validator=v.instance_of(Structure))
-    sm: SMSpec = _field("per-SM limits", validator=v.instance_of(SMSpec))
-    frontend: FrontendSpec = _field("branch and block-launch timing", validator=v.instance_of(FrontendSpec))
-    shared_memory: SharedMemorySpec = _field("per-SM shared memory", validator=v.instance_of(SharedMemorySpec))
-    pipelines: Pipelines = _field("per-sub-partition execution units", validator=v.instance_of(Pipelines))
-    memory: MemorySpec = _field("memory hierarchy", validator=v.instance_of(MemorySpec))
+    name: str = spec_field("short name (the file's stem)", validator=TextLine(64))
+    full_name: str = spec_field("product name", validator=TextLine(200))
+    compute_capability: str = spec_field("CUDA compute capability, 'major.minor'",
+                                         validator=TextLine(5, r"[0-9]{1,2}\.[0-9]{1,2}", "'major.minor', e.g. '9.0'"))
+    clocks: Clocks = spec_field("clock rates", validator=v.instance_of(Clocks))
+    structure: Structure = spec_field("GPC/TPC/SM hierarchy", validator=v.instance_of(Structure))
+    sm: SMSpec = spec_field("per-SM limits", validator=v.instance_of(SMSpec))
+    frontend: FrontendSpec = spec_field("branch and block-launch timing", validator=v.instance_of(FrontendSpec))
+    shared_memory: SharedMemorySpec = spec_field("per-SM shared memory", validator=v.instance_of(SharedMemorySpec))
+    pipelines: Pipelines = spec_field("per-sub-partition execution units", validator=v.instance_of(Pipelines))
+    memory: MemorySpec = spec_field("memory hierarchy", validator=v.instance_of(MemorySpec))
 
     def __attrs_post_init__(self):
         l1 = self.memory.l1

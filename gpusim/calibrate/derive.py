@@ -122,11 +122,12 @@ def default_base(results: Results) -> str:
                       f"from: give --base NAME|FILE")
 
 
-def _leaves(data, prefix=""):
+def leaves(data, prefix=""):
+    """(dotted path, value) of every non-mapping value in a nested mapping, in order."""
     for key, value in data.items():
         path = f"{prefix}{key}"
         if isinstance(value, dict):
-            yield from _leaves(value, path + ".")
+            yield from leaves(value, path + ".")
         else:
             yield path, value
 
@@ -147,7 +148,7 @@ class Calibration:
         for field, (comment, _assumed) in notes.items():
             self.base_comments.setdefault(field.rsplit(".", 1)[0] + ".", comment)
         self.entries: dict[str, Entry] = {}
-        for path, value in _leaves(self.base_data):
+        for path, value in leaves(self.base_data):
             comment, assumed = notes.get(path, ("", False))
             self.entries[path] = Entry(value, KEPT, comment, assumed or not self.same_product)
         self.measured_keys: list[str] = []

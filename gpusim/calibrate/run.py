@@ -204,6 +204,6 @@ def dry_run(base: str | None = None, results: str | Path | None = None) -> list[
 
 def _base_fields(base: str):
     from ..arch.load import read_yaml
-    from .derive import _leaves
+    from .derive import leaves
 
-    return list(_leaves(read_yaml(base_path(base))))
+    return list(leaves(read_yaml(base_path(base))))

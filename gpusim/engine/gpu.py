@@ -5,17 +5,17 @@ from __future__ import annotations
 import gc
 import itertools
 import time
-from typing import Any, Final, Generator
+from typing import Any, Final
 
-import simpy
 
+from ..analytic.clusters import check_cluster
+from ..analytic.layout import sm_layout
 from ..analytic.occupancy import occupancy, snap_carveout
 from ..errors import GpusimError
 from ..memory import FixedLatencyMemory
 from ..memory.hierarchy import MemoryHierarchy
-from ..workload.stream import BlockStreams
+from ..stats.observer import complete as complete_observer
 from .dispatcher import Dispatcher, cluster_members, interleave_by_gpc
-from .observer import complete as complete_observer
 from .scheduler import DEFAULT_POLICY
 from .sm import SM
 from .subpartition import INF, heappop, heappush  # (C statics there: no lookup per call)
@@ -24,39 +24,21 @@ from .timing import TimingTable
 POLL_STEPS: Final = 512  # SM steps between looks at the wall clock, when a progress callback or an interrupt is given
 PROGRESS_SECONDS = 0.25  # a progress callback hears from the run at most this often (and once at the end)
 
-def sm_layout(spec, sms: int | None = None) -> list[list[list[int]]]:
-    """SM indices grouped [gpc][tpc][sm]: TPCs dealt round-robin over GPCs, as evenly as the part allows."""
-    st = spec.structure
-    total = spec.sms if sms is None else sms
-    if not 1 <= total <= spec.sms:
-        raise GpusimError(f"--sms {total}: expected 1 to {spec.sms} for {spec.name}")
-    tpcs = -(-total // st.sms_per_tpc)
-    gpcs: list[list[list[int]]] = [[] for _ in range(st.gpcs)]
-    for t in range(tpcs):
-        gpcs[t % st.gpcs].append([])
-    index = 0
-    for tpc in itertools.chain.from_iterable(itertools.zip_longest(*gpcs)):
-        if tpc is None:
-            continue
-        for _ in range(st.sms_per_tpc):
-            if index < total:
-                tpc.append(index)
-                index += 1
-    return [g for g in gpcs if g]
-
 
 class GPU:
     """The simulated device for one kernel launch."""
 
-    def __init__(self, spec, env: simpy.Environment, kernel, *, scheduler: str = DEFAULT_POLICY, sms: int | None = None,
+    def __init__(self, spec, kernel, *, scheduler: str = DEFAULT_POLICY, sms: int | None = None,
                  memory=None, observer=None, stream_factory=None, block_limit: int | None = None, stagger: int = 0,
                  sync_window: int = 1):
-        """`block_limit`: launch only the grid's first blocks (a sampled run); the kernel is otherwise as written.
+        """`stream_factory(block, warp_in_block)`: the iterator of warp-instructions that warp issues, from the
+        front end that made `kernel` (None: the kernel's own, `kernel.streams()`); the engine imports no front end.
+        `block_limit`: launch only the grid's first blocks (a sampled run); the kernel is otherwise as written.
         `stagger`: the first blocks start spread over this many cycles (see Dispatcher). `sync_window`: 1 steps
         the SMs in time order (exact); W > 1 lets each SM run to the end of the current W-cycle window before the
         next SM is stepped (see clock), where the launch has no clusters (whose SMs wait on each other);
         `self.sync_window` says what the run uses."""
-        self.spec, self.env, self.kernel = spec, env, kernel
+        self.spec, self.kernel = spec, kernel
         launch = kernel.launch
         try:
             self.occupancy = occupancy(spec, launch.threads_per_block, launch.registers_per_thread,
@@ -88,7 +70,7 @@ class GPU:
         if sync_window > 1 and clusters is None:
             self.sync_window = sync_window
         self._ages = itertools.count()
-        self._stream = stream_factory or BlockStreams(kernel)
+        self._stream = stream_factory
         self.end_cycle = 0
 
     def _clusters(self, kernel, by_gpc: list, nblocks: int) -> list | None:
@@ -99,8 +81,6 @@ class GPU:
         size = cluster[0] * cluster[1] * cluster[2]
         if size == 1:
             return None
-        from ..analytic.clusters import check_cluster
-
         try:
             check_cluster(self.spec, cluster, non_portable=True)
         except ValueError as exc:
@@ -142,13 +122,13 @@ class GPU:
             self.end_cycle = now
         self.dispatcher.block_retired(sm, now)
 
-    def clock(self, env: Any, poll: Any = None) -> Generator[Any, Any, None]:
-        """The simpy process that drives the SMs: each SM says when it next has work (a warp can issue, a
-        result arrives, a block starts); SMs due at the same cycle run in the order they were scheduled, and
-        simulated time advances straight to the next such cycle. One process for all SMs keeps the event count
-        at the number of distinct busy cycles rather than one event per SM wake-up. `poll(cycle)`, if given, is
-        called every POLL_STEPS SM steps, once every SM is done with the cycle (a safe point; lax-synchronised, the
-        last cycle of a window); when it returns True the process ends there.
+    def clock(self, poll: Any = None) -> None:
+        """The SM-level event loop: each SM says when it next has work (a warp can issue, a result arrives, a
+        block starts); SMs due at the same cycle run in the order they were scheduled, and simulated time advances
+        straight to the next such cycle. (A generic event heap, simpy's, costs several times the calendar's work
+        per SM step: measured in validation/results/event-loop.json.) `poll(cycle)`, if given, is called every
+        POLL_STEPS SM steps, once every SM is done with the cycle (a safe point; lax-synchronised, the last cycle
+        of a window); when it returns True the loop ends there.
 
         With a synchronisation window W > 1 (lax synchronisation, as in Graphite, Miller et al., HPCA 2010, and
         the bound phase of ZSim, Sanchez and Kozyrakis, ISCA 2013), an SM stepped at cycle t goes on stepping
@@ -160,7 +140,7 @@ class GPU:
         # the cycles that have any. Each step costs a list append and, per distinct cycle, a heap operation, so
         # the clock's work does not grow with the SM count (a scan for the earliest SM would, per step).
         sms = self.sms
-        now = int(env.now)
+        now = 0
         due: dict[int, list[int]] = {}
         cycles: list[int] = []
         for index in range(len(sms)):
@@ -183,7 +163,6 @@ class GPU:
                     countdown = POLL_STEPS
                     if poll(now if window == 1 else now - now % window + window - 1):
                         return
-                yield env.timeout(t - now)
                 now = t
                 if hierarchy is not None:  # no SM steps before t from now on
                     hierarchy.horizon = float(t)
@@ -225,7 +204,7 @@ class GPU:
         `interrupt()`, if given, is asked every POLL_STEPS SM steps (a few milliseconds): when it returns True the
         run stops at that cycle, `self.interrupted` is set and the cycle reached is returned."""
         self.interrupted = False
-        self.dispatcher.start(int(self.env.now))
+        self.dispatcher.start(0)
         poll = None
         stopped: list[int] = []
         if progress is not None or interrupt is not None:
@@ -244,12 +223,11 @@ class GPU:
                         progress(blocks, now, insts)
                 return False
 
-        self.env.process(self.clock(self.env, poll))
         # The engine makes millions of short-lived, acyclic objects; collecting cycles less often saves time.
         thresholds = gc.get_threshold()
         gc.set_threshold(100_000, 50, 100)
         try:
-            self.env.run()
+            self.clock(poll)
         finally:
             gc.set_threshold(*thresholds)
         cycles = self.end_cycle
@@ -280,5 +258,5 @@ class GPU:
                         warp.since = now
 
 
-def build_gpu(spec, env: simpy.Environment, kernel, **options) -> GPU:
-    return GPU(spec, env, kernel, **options)
+def build_gpu(spec, kernel, **options) -> GPU:
+    return GPU(spec, kernel, **options)

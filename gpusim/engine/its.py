@@ -4,12 +4,15 @@ After a divergent branch both sides stay schedulable: the warp holds one path pe
 issues, takes the next instruction from whichever path's operands are ready first (ties: the taken side), so
 one side can run while the other waits on memory. The sides reconverge at an explicit BSYNC once both have
 ended. Nested divergence nests paths. The warp is still one scheduling entity with one state per cycle.
+
+A warp's stream comes from its front end (a YAML kernel's `streams(its=True)`): instructions (WarpInst) and, at
+each divergent branch, one item that is not an instruction (the front end's Diverge) holding the two sides as
+`then_stream` and `else_stream`.
 """
 
 from __future__ import annotations
 
-from ..workload import warp_stream
-from ..workload.stream import Diverge
+from ..isa.inst import WarpInst
 from .warp import operands_ready
 
 
@@ -58,7 +61,7 @@ class DivergentStreams:
                     return
                 path = _Path(join.stream, join.parent)
                 continue
-            if type(item) is Diverge:
+            if not isinstance(item, WarpInst):  # a Diverge
                 join = _Join(path.stream, path.join)
                 self._fetch(_Path(item.else_stream, join), position)
                 path = _Path(item.then_stream, join)
@@ -87,5 +90,7 @@ class DivergentStreams:
 
 
 def its_stream_factory(kernel):
-    """Per-warp instruction iterators for independent thread scheduling."""
-    return lambda block, warp: DivergentStreams(warp_stream(kernel, block, warp, its=True))
+    """Per-warp instruction iterators for independent thread scheduling: the kernel's own divergent streams
+    (`kernel.streams(its=True)`), each warp's paths interleaved."""
+    streams = kernel.streams(its=True)
+    return lambda block, warp: DivergentStreams(streams(block, warp))

@@ -128,7 +128,7 @@ _STORES = {"STG", "ST", "STS", "STL", "STSM", "STAS"}
 _NO_LANE_ADDRESSES = {"SHFL", "LDGDEPBAR", "CCTL", "CCTLL", "UTMALDG", "UTMASTG", "UTMAPF", "UTMACCTL",
                       "UTMACMDFLUSH", "UBLKCP", "UBLKRED", "UBLKPF", "LDTM", "STTM"}
 _ATOMICS = {"ATOMG", "ATOM", "RED", "ATOMS"}
-_WIDTHS = {"128": 16, "64": 8, "U8": 1, "S8": 1, "U16": 2, "S16": 2, "32": 4}
+WIDTHS = {"128": 16, "64": 8, "U8": 1, "S8": 1, "U16": 2, "S16": 2, "32": 4}
 _MMA_SHAPE = re.compile(r"^(\d{2})(\d)(\d+)$")  # 16816 -> m16 n8 k16 ; 884 -> m8 n8 k4
 
 
@@ -202,7 +202,7 @@ def lookup(opcode: str, family: str | None = None) -> OpInfo | None:
     if space is not None and base not in _NO_LANE_ADDRESSES:
         width = 4
         for mod in modifiers:
-            width = _WIDTHS.get(mod, width)
+            width = WIDTHS.get(mod, width)
         if base == "LDSM":  # ldmatrix: each lane supplies a 16-byte row address
             width = 16
     else:

@@ -25,10 +25,10 @@ import re
 import sys
 from typing import Any, Iterable, TextIO
 
-from .. import __version__
-from ..engine.gpu import sm_layout
-from ..engine.observer import Observer
+from ..analytic.layout import sm_layout
 from ..errors import GpusimError, shown
+from ..stats.observer import Observer
+from ..version import __version__
 
 DEFAULT_MAX_EVENTS = 2_000_000
 BUCKETS = 2048  # counter buckets per SM at most (their width doubles as the run grows past them)
@@ -393,7 +393,8 @@ class TraceView:
         window = parse_window(args.trace_window) if args.trace_window else (0, None)
         max_events = parse_max_events(args.trace_max_events) if args.trace_max_events else DEFAULT_MAX_EVENTS
         spec = _single_arch(args.arch)
-        if spec is None or "," in args.scheduler or args.scheduler == "all":
+        scheduler = args.scheduler or ""
+        if spec is None or "," in scheduler or scheduler == "all":
             raise GpusimError("--trace shows one run: give one --arch and one --scheduler")
         count = sum(len(tpc) for gpc in sm_layout(spec, args.sms) for tpc in gpc)
         sms = parse_sms(args.trace_sm or "0", count)

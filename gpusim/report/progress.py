@@ -1,6 +1,7 @@
-"""How far a simulation is, on stderr: a rich progress bar on a terminal (from about a second into the run), one
-plain line every few seconds otherwise. `gpusim.run(..., progress=Progress())` drives it: start() before the
-simulation, update() about 4 times a second, stop() at the end (interrupted or not)."""
+"""How far gpusim is, on stderr: a rich progress bar on a terminal, one plain line every few seconds otherwise.
+`Progress` follows a simulation (`gpusim.run(..., progress=Progress())` drives it: start() before the simulation,
+update() about 4 times a second, stop() at the end, interrupted or not; its bar from about a second into the run);
+`PointsProgress` a sweep's points (advance() as each finishes); `Silent` shows nothing."""
 
 from __future__ import annotations
 
@@ -102,3 +103,61 @@ class Progress:
         if self._bar is not None:
             self._bar[0].stop()
             self._bar = None
+
+
+class PointsProgress:
+    """A sweep's points done of the total and an ETA on stderr: a rich bar on a terminal, a plain line every few seconds
+    otherwise."""
+
+    def __init__(self, total: int, done: int, file=None):
+        self.file = sys.stderr if file is None else file
+        isatty = getattr(self.file, "isatty", None)
+        self.tty = bool(isatty()) if callable(isatty) else False
+        self.total, self.done, self.first, self.failed = total, done, done, 0
+        self.started = time.monotonic()
+        self.next_line = self.started + PLAIN_EVERY
+        self.bar = None
+        if self.tty:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self.bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
+                                TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                                TimeRemainingColumn(), console=Console(file=self.file, force_terminal=True),
+                                transient=True, auto_refresh=False, redirect_stdout=False, redirect_stderr=False)
+            self.bar.start()
+            self.task = self.bar.add_task("sweep", total=total, completed=done, failed="")
+
+    def eta(self) -> float | None:
+        ran = self.done - self.first
+        if not ran:
+            return None
+        return (self.total - self.done) * (time.monotonic() - self.started) / ran
+
+    def advance(self, row: dict | None) -> None:
+        if row is not None:
+            self.done += 1
+            self.failed += bool(row.get("error"))
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done, failed=f"({self.failed} failed)" if self.failed else "")
+            self.bar.refresh()
+        elif time.monotonic() >= self.next_line and self.done < self.total:
+            self.next_line = time.monotonic() + PLAIN_EVERY
+            eta = self.eta()
+            failed = f", {self.failed} failed" if self.failed else ""
+            print(f"gpusim sweep: {self.done:,} of {self.total:,} points{failed}, ETA "
+                  f"{'?' if eta is None else duration(eta)}", file=self.file, flush=True)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+class Silent:
+    def advance(self, row) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass

@@ -2,17 +2,18 @@
 
 The runs are independent simulations, each seeded as the full run is, so their results (and the projection) are
 the same whether they run one after another or side by side. Workers are forked (the loaded kernel and arch are
-inherited, not pickled); they ignore SIGINT, so Ctrl-C reaches the parent alone, which stops them. Where fork is
-not available, or one core is, the runs go one after another in this process.
+inherited, not pickled) on gpusim.pool's pool; they ignore SIGINT, so Ctrl-C reaches the parent alone, which stops
+them. Where fork is not available, or one core is, the runs go one after another in this process.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import multiprocessing
 import os
-import signal
-import time
 from typing import Any, Callable
+
+from ..pool import can_fork, close_pool, process_pool
 
 _TASK: Callable[[int], Any] | None = None  # what a forked worker runs (inherited from the parent)
 _DONE: Any = None  # (warp-instructions, blocks, furthest cycle) the workers have simulated so far (shared, for the
@@ -44,10 +45,6 @@ class RunsInterrupted(Exception):
     """The parent was asked to stop (Ctrl-C) while the workers ran; they have been stopped."""
 
 
-def _initialise() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _call(index: int):
     assert _TASK is not None
     return _TASK(index)
@@ -72,24 +69,22 @@ def map_runs(task: Callable[[int], Any], count: int, jobs: int, order: list[int]
     RunsInterrupted raised. None: this machine runs them one after
     another (one core, or no fork): the caller does."""
     global _TASK, _DONE
-    if jobs <= 1 or count <= 1 or "fork" not in multiprocessing.get_all_start_methods() \
-            or multiprocessing.current_process().daemon:  # a pool's worker (a sweep's) may not have children
-        return None  # the caller runs them in this process
-    context = multiprocessing.get_context("fork")
-    _TASK, _DONE = task, context.Array("q", 3)
+    if jobs <= 1 or count <= 1 or not can_fork() or multiprocessing.current_process().daemon:
+        return None  # the caller runs them in this process (a daemonic worker may not have children)
+    _TASK, _DONE = task, multiprocessing.get_context("fork").Array("q", 3)
     results: list = [None] * count
+    executor = process_pool(min(jobs, count))  # (its workers fork after _TASK is set: they inherit it)
+    finished = False
     try:
-        with context.Pool(min(jobs, count), initializer=_initialise) as pool:
-            pending = {i: pool.apply_async(_call, (i,)) for i in order}
-            while pending:
-                for i in [i for i, r in pending.items() if r.ready()]:
-                    results[i] = pending.pop(i).get()
-                if not pending:
-                    break
-                if on_wait is not None and on_wait(_DONE[0], _DONE[1], _DONE[2]):
-                    pool.terminate()
-                    raise RunsInterrupted
-                time.sleep(0.1)
+        pending = {executor.submit(_call, i): i for i in order}
+        while pending:
+            done, _ = cf.wait(pending, timeout=0.1, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                results[pending.pop(future)] = future.result()
+            if pending and on_wait is not None and on_wait(_DONE[0], _DONE[1], _DONE[2]):
+                raise RunsInterrupted
+        finished = True
     finally:
+        close_pool(executor, abandon=not finished)
         _TASK, _DONE = None, None
     return results

@@ -24,15 +24,13 @@ that the mix gives exactly stay exact; everything time-based is projected (see p
 
 from __future__ import annotations
 
-import numbers
-
 import attrs
 
 from ..errors import GpusimError
+from ..options import MIN_SAMPLE_TRIPS, check_sample_trips
 from ..workload.expr import compile_expr
 from ..workload.program import If, Loop
 
-SAMPLE_MODES = ("auto", "on", "off")
 AUTO_THRESHOLD = 5_000_000  # warp-instructions: `auto` samples kernels above this (about a minute at full detail)
 GLOBAL_ACCESS_COST = 2  # a global load or store costs about twice an instruction to simulate (its sectors through
 # L1, L2 and DRAM): the stream copy's 4.2 M warp-instructions, all but 8 K of them global, take 99 s on h100 where
@@ -46,7 +44,6 @@ MIN_FULL_WAVES = 2  # waves are sampled with loop trips when at least this many 
 MIN_FULL_WAVES_ALONE = 3  # and alone (a check point below the two) when at least this many do
 MAX_SHARE = 0.5  # waves alone are sampled only when the reduced runs simulate at most half the blocks
 SETTLED = 0.05  # the error estimate (see runner.project) up to which the steady state counts as reached
-MIN_SAMPLE_TRIPS = 4  # --sample-trips N: the runs at N / 4, N / 2 and N trips, at least 1 each
 
 
 @attrs.frozen
@@ -296,20 +293,6 @@ def midpoint_check(plan: Plan) -> Plan | None:
     return attrs.evolve(plan, reason=reason, points=(*projection, attrs.evolve(check, trips=middle, warp_insts=insts)))
 
 
-def check_sample_trips(trips_wanted, mode: str) -> None:
-    """--sample-trips N (`trips_wanted`; None: not given) under --sample `mode`: a whole number of at least
-    MIN_SAMPLE_TRIPS, not with `off` (the upper bound is the kernel's loop's: see make_plan)."""
-    if trips_wanted is None:
-        return
-    whole = isinstance(trips_wanted, numbers.Integral) and not isinstance(trips_wanted, bool)
-    if not whole or trips_wanted < MIN_SAMPLE_TRIPS:
-        raise GpusimError(f"--sample-trips {str(trips_wanted)[:40]}: expected a whole number of loop trips, at least "
-                          f"{MIN_SAMPLE_TRIPS}")
-    if mode == "off":
-        raise GpusimError(f"--sample-trips {trips_wanted}: sets the sampled runs' loop trips; --sample off simulates "
-                          f"in full")
-
-
 def _even_trips(cost, trips: int) -> bool:
     """Whether every trip of the hot loop issues the same warp-instructions (within 1%): the first trips, the
     middle ones and the last (a loop whose work shrinks or grows by trip has no steady state to project)."""
@@ -325,5 +308,5 @@ def _points_cost(cost, blocks: int, wave_points, n_b: int) -> float:
     return total + wave_points[0][0] / blocks * cost(n_b // 4)
 
 
-__all__ = ["AUTO_THRESHOLD", "GLOBAL_ACCESS_COST", "BUDGET", "Plan", "Point", "SAMPLE_MODES", "check_sample_trips", "extend_trips",
-           "hot_loops", "make_plan", "midpoint_check", "with_trips"]
+__all__ = ["AUTO_THRESHOLD", "GLOBAL_ACCESS_COST", "BUDGET", "Plan", "Point", "extend_trips", "hot_loops", "make_plan",
+           "midpoint_check", "with_trips"]

@@ -23,9 +23,9 @@ from typing import Any
 
 import attrs
 
-from ..engine.observer import Observer
 from ..workload.program import PC_STEP, Exit, If, Instr, Loop
 from .counters import REASONS
+from .observer import Observer
 
 # (record field, the memory hierarchy's counter): what an access moves, summed per instruction
 MEMORY_COUNTERS = (

@@ -1,4 +1,4 @@
-"""What a run looked like over time, recorded from the engine's observer events (gpusim.engine.observer) for the
+"""What a run looked like over time, recorded from the engine's observer events (gpusim.stats.observer) for the
 run plots (gpusim.report.run_plots).
 
 `TimelineRecorder` is an Observer: pass it to `gpusim.run(..., observer=recorder)`, then
@@ -28,9 +28,9 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..engine.observer import Observer
 from ..errors import GpusimError, shown
 from .counters import REASONS
+from .observer import Observer
 
 BUCKETS = 512  # time buckets per series at most
 WINDOW_CYCLES = 2048  # cycles of the recorded SM's warp-slot states, at cycle resolution

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import math
 import re
@@ -117,6 +118,17 @@ class Kernel:
         if self.control_names & WARP_IN_BLOCK:
             return "warp_in_block"
         return "none"
+
+    def streams(self, its: bool = False):
+        """Its warps' instruction streams, as the engine takes them: a function (block, warp in block) -> an
+        iterator of warp-instructions. Without `its`, a gpusim.workload.stream.BlockStreams (a block's warps walk
+        the program together where their control flow cannot differ); with `its` (independent thread
+        scheduling), each warp walks alone and a divergent `if` yields a Diverge of its two sides."""
+        from .stream import BlockStreams, warp_stream  # (that module imports this one)
+
+        if its:
+            return functools.partial(warp_stream, self, its=True)
+        return BlockStreams(self)
 
     def initial_mask(self, warp_in_block: int) -> int:
         live = self.launch.threads_per_block - warp_in_block * WARP_SIZE

@@ -20,10 +20,10 @@ from typing import Callable, Iterator
 import attrs
 import numpy as np
 
+from .control_masks import loop_masks, mask_to_bool, to_mask, uniform_int
 from .expr import ExprError
 from .kernel import WARP_SIZE, Kernel
 from .program import BRA_INFO, BSSY_INFO, BSYNC_INFO, EXIT_INFO, Exit, If, Instr, Loop, control_names
-from .stream import loop_masks, mask_to_bool, to_mask, uniform_int
 from .yamlio import WorkloadError
 
 # Counting steps: a statement visited or a loop trip is one, evaluating an expression (a condition, predicate or

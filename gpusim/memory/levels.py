@@ -1,0 +1,11 @@
+"""The levels of the memory hierarchy that serve a load, as the codes its MSHR entries and latency counts use."""
+
+from __future__ import annotations
+
+from typing import Final
+
+L1: Final = 0
+L2: Final = 1
+DRAM: Final = 2
+LEVEL_BITS: Final = 2  # an MSHR entry's level field (L1, L2, DRAM)
+LEVEL_MASK: Final = (1 << LEVEL_BITS) - 1

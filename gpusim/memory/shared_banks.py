@@ -1,0 +1,35 @@
+"""An SM's shared-memory banks: the wavefronts a warp's shared-memory access takes through them (its bank
+conflicts: gpusim.analytic.banks), and the passes that bytes moved at their full width take through the SM's
+L1TEX data stage, `banks x bank_width` bytes a pass."""
+
+from __future__ import annotations
+
+from ..analytic.banks import atomic_wavefronts, ideal_wavefronts, wavefronts
+from ..isa.inst import WarpInst
+from .coalescer import MEMO_LIMIT
+
+
+class SharedMemoryBanks:
+    def __init__(self, banks: int, bank_width: int):
+        self.banks = banks
+        self.bank_width = bank_width
+        self.memo: dict[tuple[int, int, int, bytes], tuple[int, int]] = {}
+
+    def wavefronts(self, inst: WarpInst) -> tuple[int, int]:
+        """(wavefronts a shared-memory access takes through the banks, the fewest its width and lanes allow)."""
+        info, mask = inst.info, inst.mask
+        atomic = info.is_atomic
+        base, offsets = inst.address_key()
+        key = (info.width + (1 << 16 if atomic else 0), mask, base, offsets)  # per-block offsets: patterns repeat
+        wf = self.memo.get(key)
+        if wf is None:
+            if len(self.memo) > MEMO_LIMIT:
+                self.memo.clear()
+            count = atomic_wavefronts if atomic else wavefronts
+            wf = self.memo[key] = (count(inst.addrs, info.width, mask, self.banks, self.bank_width),
+                                   ideal_wavefronts(info.width, mask, self.banks, self.bank_width))
+        return wf
+
+    def passes(self, nbytes: int) -> int:
+        """Data-stage passes `nbytes` take at the banks' full width (a conflict-free, swizzled layout)."""
+        return -(-nbytes // (self.banks * self.bank_width))
