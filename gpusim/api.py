@@ -102,7 +102,7 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, options: RunOptions
     `options`: a gpusim.RunOptions (None: the defaults), with `overrides` (any of its fields by name:
     `sms=4, sample="off"`) applied; every option, its unit and range is listed there (and in the documentation's
     reference). `params`: the workload's parameters ({name: value}, as `--set`).
-    Hooks: `observer` (gpusim.engine.observer.Observer) watches the simulation (plots, timelines, the
+    Hooks: `observer` (gpusim.stats.observer.Observer) watches the simulation (plots, timelines, the
     per-instruction view); `on_count(mix)`, if given, hears a YAML kernel's instruction mix (counted, or
     estimated: `mix.estimated`) before it runs; a kernel of more than `max_instructions` warp-instructions is
     refused before it runs. `progress`, if given, hears how far the simulation is about 4 times a second and once

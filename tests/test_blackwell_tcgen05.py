@@ -13,7 +13,7 @@ import pytest
 import gpusim
 from gpusim.api import run
 from gpusim.isa.tensor import tensor_rate, umma_cycles
-from gpusim.engine.observer import Observer
+from gpusim.stats.observer import Observer
 from gpusim.errors import GpusimError
 from gpusim.stats.invariants import violations
 from gpusim.workload import load_workload

@@ -12,7 +12,7 @@ import pytest
 
 from gpusim.api import run
 from gpusim.cli import main
-from gpusim.engine.observer import Observer, Tee
+from gpusim.stats.observer import Observer, Tee
 from gpusim.report.chrome_trace import ChromeTrace, slot_tid
 
 from .conftest import ROOT, run_cli

@@ -11,7 +11,7 @@ import pytest
 
 import gpusim
 from gpusim.api import run
-from gpusim.engine.observer import Observer
+from gpusim.stats.observer import Observer
 from gpusim.errors import GpusimError
 from gpusim.stats.invariants import violations
 from gpusim.workload import kernel_mix, load_workload

@@ -13,7 +13,7 @@ import pytest
 from gpusim.analytic.clusters import max_active_clusters
 from gpusim.api import run
 from gpusim.engine.dispatcher import cluster_members
-from gpusim.engine.observer import Observer
+from gpusim.stats.observer import Observer
 from gpusim.errors import GpusimError
 
 KERNEL = """kernel: clustered

@@ -310,8 +310,8 @@ def test_every_shipped_workload_stays_inside_its_buffers():
 
 def test_the_json_record_never_holds_nan_or_infinity():
     with pytest.raises(GpusimError, match=r"non-finite number at \['metrics'\]\['x'\]: it cannot be"):
-        cli._json({"metrics": {"x": float("-inf")}})
-    record = cli._json({"metrics": {"x": 1.5}})
+        cli.record_json({"metrics": {"x": float("-inf")}})
+    record = cli.record_json({"metrics": {"x": 1.5}})
     json.loads(record, parse_constant=lambda c: pytest.fail(f"{c} in the record"))
 
 

@@ -385,7 +385,7 @@ def parse_max_events(text: str) -> int:
 
 
 class TraceView:
-    """The CLI's view object (see gpusim.cli._views) for --trace: `observer`, `attach`, `report`."""
+    """The CLI's view object (see gpusim.cli.run_command.run_views) for --trace: `observer`, `attach`, `report`."""
 
     def __init__(self, args: Any):
         if args.trace == "-" or not args.trace.strip():

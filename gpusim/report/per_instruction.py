@@ -20,7 +20,7 @@ TOP_REASONS = 2  # stall reasons named per row (besides `selected`, the issue cy
 
 
 class PerInstructionView:
-    """The CLI's view object (see gpusim.cli._views): `observer`, `attach(result)`, `report(result, stream)`.
+    """The CLI's view object (see gpusim.cli.run_command.run_views): `observer`, `attach(result)`, `report(result, stream)`.
     `table`: print the table (False when the record alone goes to standard output)."""
 
     def __init__(self, table: bool = True):

@@ -14,7 +14,7 @@ each method at the cycle it happens (all times in SM cycles), and never when no 
 * `warp_started(sm, sp, warp, now)` / `warp_exited(sm, sp, warp, now)`: a warp became resident / left its slot.
 * `block_started(sm, block, now)` / `block_retired(sm, block, now)`: block index `block` started on / left `sm`.
 
-The engine imports these from here; gpusim.engine.observer offers the same names.
+The engine imports these from here.
 """
 
 from __future__ import annotations
