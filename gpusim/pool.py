@@ -1,5 +1,5 @@
-"""The one process pool gpusim uses: a sampled run's reduced runs (gpusim.sampling.parallel) and a sweep's points
-(gpusim.sweep.executors) run on it.
+"""The one process pool gpusim uses: a sampled run's reduced runs (gpusim.sampling.parallel), a sweep's points
+(gpusim.sweep.executors) and the calibration's simulations (gpusim.calibrate.validate) run on it.
 
 Workers are forked where the platform can (they inherit what the parent loaded: the kernel, the arch, a task
 closure), spawned otherwise; they ignore SIGINT, so Ctrl-C reaches the parent alone, which stops them
@@ -24,6 +24,19 @@ def process_pool(jobs: int) -> cf.ProcessPoolExecutor:
     return cf.ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=ignore_sigint)
 
 
+def pool_map(fn, items: list, jobs: int) -> list:
+    """[fn(item) for item in items] on a pool of `jobs` processes (`fn` a module-level function, picklable where the
+    workers are spawned); interrupted, the workers are terminated."""
+    executor = process_pool(jobs)
+    finished = False
+    try:
+        results = list(executor.map(fn, items))
+        finished = True
+        return results
+    finally:
+        close_pool(executor, abandon=not finished)
+
+
 def close_pool(executor: cf.ProcessPoolExecutor, abandon: bool = False) -> None:
     """Shut the pool down: after its work (abandon False), or at once, its running workers terminated (an
     interrupt: their work is dropped)."""
@@ -38,4 +51,4 @@ def close_pool(executor: cf.ProcessPoolExecutor, abandon: bool = False) -> None:
         process.join(5)
 
 
-__all__ = ["can_fork", "close_pool", "process_pool"]
+__all__ = ["can_fork", "close_pool", "pool_map", "process_pool"]

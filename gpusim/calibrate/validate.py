@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 from ..errors import GpusimError, shown
+from ..pool import pool_map
 from .derive import model_of
 from .device import REPO, VALIDATION, arch_flag, build, compute_capability, find_gpu, find_nvcc, run_json
 
@@ -142,8 +142,7 @@ def compare(data: dict, arch: str, jobs: int | None = None) -> list[Row]:
         tasks.append((str(arch), k["yaml"], params))
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     if jobs > 1:
-        with ProcessPoolExecutor(jobs) as pool:
-            simulated = list(pool.map(_simulate, tasks))
+        simulated = pool_map(_simulate, tasks, jobs)
     else:
         simulated = [_simulate(t) for t in tasks]
     return [Row(str(k.get("workload") or Path(k["yaml"]).stem), dict(k["params"]), k["time_ms"] / 1e3, s)
