@@ -214,8 +214,8 @@ def simulate_kernel(kernel, spec, options: RunOptions, hooks: Hooks | None = Non
             reduced_options = options.replace(max_instructions=None, sample="off", sample_trips=None)
 
             def simulate(reduced_kernel, *, observer=None, progress=None, interrupt=None, **run) -> RunResult:
-                return simulate_kernel(reduced_kernel, spec, reduced_options, Hooks(observer=observer, progress=progress,
-                                                                                interrupt=interrupt), **run)
+                hooks = Hooks(observer=observer, progress=progress, interrupt=interrupt)
+                return simulate_kernel(reduced_kernel, spec, reduced_options, hooks, **run)
 
             result = run_sampled(kernel, spec, plan, mix, started, list(warnings), options, simulate,
                                  progress=progress, interrupt=interrupt, observer=observer,

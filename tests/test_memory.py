@@ -201,7 +201,7 @@ def test_local_memory_is_interleaved_by_lane(tmp_path):
 
 @pytest.mark.parametrize("workload, arch, params, sms", [
     ("workloads/vecadd.yaml", "t4", {}, 4),  # writes back
-    ("workloads/microbench/stream.yaml", "h100", {}, 8),  # writes back, and ends dirty
+    ("workloads/microbench/stream.yaml", "h100", {"n": 1 << 23}, 8),  # 64 MiB through 50 MB: writes back, ends dirty
     ("workloads/gemm_tile128_sync.yaml", "h100", {"M": 512, "N": 512, "K": 512}, 8),  # reads, many merges in flight
 ])
 def test_a_shadow_l2_of_the_l2s_own_size_counts_exactly_its_dram_traffic(workload, arch, params, sms):

@@ -127,8 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--vary", action="append", metavar="NAME=VALUES", default=[],
                        help="a variation (repeatable; the sweep is their Cartesian product): VALUES a,b,c or "
                             "start:stop:step (stop included when the steps land on it); NAME "
-                            + ", ".join(variables()) + ", arch (names or files), arch.<field path> (a hardware what-if, "
-                            "e.g. arch.sm.registers; see gpusim archs --fields), or a workload parameter")
+                            + ", ".join(variables()) + ", arch (names or files), arch.<field path> (a hardware "
+                            "what-if, e.g. arch.sm.registers; see gpusim archs --fields), or a workload parameter")
     sweep.add_argument("--metrics", default=None, metavar="A,B,...",
                        help="metrics per row (default: gpu_sim_cycle, sm__inst_executed.avg.per_cycle_active, "
                             "sm__warps_active.avg.pct_of_peak_sustained_active, l1tex__t_sector_hit_rate.pct, "

@@ -69,7 +69,8 @@ class Output:
 
     def _check_columns(self, found: list) -> None:
         if found and list(found) != self.columns:
-            raise GpusimError(f"--resume: {self.path} has the columns {one_line(', '.join(map(str, found)))[:300]}, not this "
+            columns = one_line(", ".join(map(str, found)))[:300]
+            raise GpusimError(f"--resume: {self.path} has the columns {columns}, not this "
                               f"sweep's ({', '.join(self.columns)[:300]}): another --out, or the same --vary and "
                               f"--metrics")
 
