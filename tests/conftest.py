@@ -57,6 +57,14 @@ def bare_env(tmp_path, tools: dict[str, str] | None = None) -> dict:
     return env
 
 
+@pytest.fixture
+def short_tmp_path(tmp_path_factory) -> Path:
+    """A fresh temporary directory with a short path, for a test that compares a message with the path it wrote:
+    gpusim shows a path of over 80 characters cut in the middle (gpusim.arch.load.shown), and pytest's tmp_path
+    (BASETEMP/popen-gwN/<test name, 30 characters>N/ under an xdist worker) can pass that."""
+    return tmp_path_factory.mktemp("t")
+
+
 # --- time limits (pytest-timeout; pyproject.toml sets 600 s a test, the signal method) -------------------------
 LONG_TIERS_S = 3600  # a test marked slow or benchmark without a timeout mark of its own
 BACKSTOP_S = 60  # after a test's limit, the process ends (see pytest_timeout_set_timer)
@@ -74,6 +82,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.timeout(LONG_TIERS_S))
 
 
+@pytest.hookimpl(optionalhook=True)  # (pytest-timeout's hooks)
 def pytest_timeout_set_timer(item, settings):
     """A backstop to pytest-timeout's signal: hypothesis catches the Failed it raises in a test and shrinks,
     running the hanging example again with no timer left. BACKSTOP_S after the limit, faulthandler (a C thread: a
@@ -85,5 +94,6 @@ def pytest_timeout_set_timer(item, settings):
         faulthandler.dump_traceback_later(settings.timeout + BACKSTOP_S, exit=True, file=_STDERR[0])
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_timeout_cancel_timer(item):
     faulthandler.cancel_dump_traceback_later()

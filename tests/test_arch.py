@@ -19,10 +19,12 @@ PUBLISHED = {
 }
 
 
+@pytest.mark.fast
 def test_all_eight_parts_ship():
     assert sorted(known_archs()) == sorted(ARCH_NAMES)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ARCH_NAMES)
 def test_derived_peaks_within_3_percent_of_published(name):
     spec = load_arch(name)
@@ -34,6 +36,7 @@ def test_derived_peaks_within_3_percent_of_published(name):
     assert spec.memory.dram.bandwidth_gbs == pytest.approx(dram, rel=0.03)
 
 
+@pytest.mark.fast
 def test_h100_peaks_use_two_clocks():
     """H100: FP32 is quoted at 1980 MHz, tensor at 1830 MHz; the file carries both."""
     spec = load_arch("h100")
@@ -42,6 +45,7 @@ def test_h100_peaks_use_two_clocks():
     assert spec.peak_fp16_tensor_tflops == pytest.approx(4096 * 132 * 1.830e-3, rel=1e-9)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ARCH_NAMES)
 def test_every_number_has_a_source_comment(name):
     """Every line that sets a number in arch/*.yaml carries a comment saying where it comes from."""
@@ -50,6 +54,7 @@ def test_every_number_has_a_source_comment(name):
             assert "#" in line, f"{name}.yaml:{lineno} has no source comment: {line.strip()}"
 
 
+@pytest.mark.fast
 def test_every_spec_field_is_described():
     def walk(cls):
         for a in attrs.fields(cls):
@@ -61,6 +66,7 @@ def test_every_spec_field_is_described():
         d for d in describe_fields(ArchSpec.__attrs_attrs__.shared_memory.type)]
 
 
+@pytest.mark.fast
 def test_spec_is_frozen_and_evolvable():
     spec = load_arch("h100")
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
@@ -81,18 +87,21 @@ def _error(data) -> str:
     return msg
 
 
+@pytest.mark.fast
 def test_unknown_key_is_named():
     data = _h100_data()
     data["sm"]["max_wraps"] = 64
     assert "unknown key 'sm.max_wraps'" in _error(data)
 
 
+@pytest.mark.fast
 def test_missing_key_is_named():
     data = _h100_data()
     del data["memory"]["l2"]["hit_latency"]
     assert "missing key 'memory.l2.hit_latency'" in _error(data)
 
 
+@pytest.mark.fast
 def test_wrong_type_is_named():
     data = _h100_data()
     data["sm"]["max_warps"] = "sixty-four"
@@ -100,12 +109,14 @@ def test_wrong_type_is_named():
     assert "'sm.max_warps'" in msg and "expected an integer" in msg
 
 
+@pytest.mark.fast
 def test_fractional_count_is_not_silently_truncated():
     data = _h100_data()
     data["sm"]["max_blocks"] = 31.5
     assert "'sm.max_blocks'" in _error(data)
 
 
+@pytest.mark.fast
 def test_non_positive_count_is_named():
     data = _h100_data()
     data["structure"]["enabled_sms"] = 0
@@ -113,6 +124,7 @@ def test_non_positive_count_is_named():
     assert "'structure.enabled_sms'" in msg and "positive" in msg
 
 
+@pytest.mark.fast
 def test_inconsistent_values_are_named():
     data = _h100_data()
     data["shared_memory"]["carveout_steps_kb"] = [0, 8, 200, 100]
@@ -122,12 +134,14 @@ def test_inconsistent_values_are_named():
     assert "enabled_sms" in _error(data)
 
 
+@pytest.mark.fast
 def test_unknown_arch_lists_the_known_ones():
     with pytest.raises(ArchError) as info:
         load_arch("h999")
     assert all(name in str(info.value) for name in ARCH_NAMES)
 
 
+@pytest.mark.fast
 def test_custom_arch_file_loads_by_path(tmp_path):
     data = _h100_data()
     data["name"] = "h100_half"
@@ -206,6 +220,7 @@ def test_archs_table_prints_every_part():
     assert all(name in proc.stdout for name in ARCH_NAMES) and "989.4" in proc.stdout
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("value, expected", [
     (0, "positive"), (-683, "positive"), ("fast", "expected an integer"), (682.5, "expected an integer"),
 ])
@@ -216,6 +231,7 @@ def test_bad_warp_mma_rate_is_named(value, expected):
     assert "warp_mma_flops_per_clock" in msg and expected in msg, msg
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("level, line, sector", [("l1", 128, 256), ("l2", 128, 4), ("l1", 1024, 32)])
 def test_a_line_holds_one_to_sixteen_sectors(level, line, sector):
     data = _h100_data()
@@ -224,6 +240,7 @@ def test_a_line_holds_one_to_sixteen_sectors(level, line, sector):
     assert f"'memory.{level}.line_bytes': expected 1 to 16 sectors of {sector} bytes, got {line}" in msg, msg
 
 
+@pytest.mark.fast
 def test_warp_mma_rate_defaults_to_the_dense_peak():
     data = _h100_data()
     del data["pipelines"]["tensor"]["warp_mma_flops_per_clock"]
@@ -231,6 +248,7 @@ def test_warp_mma_rate_defaults_to_the_dense_peak():
     assert tensor.warp_mma_flops_per_clock is None and tensor.warp_mma_rate == tensor.dense_fp16_flops_per_clock
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("key, value, expected", [
     ("columns", -5, "expected a power of two from 1 to 65,536, got -5"),
     ("columns", 500, "expected a power of two"),

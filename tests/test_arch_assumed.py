@@ -27,6 +27,7 @@ def test_every_arch_appears(listed):
     assert all(listed[name] for name in ARCH_NAMES)  # every file assumes something (front-end timing at least)
 
 
+@pytest.mark.fast
 def test_every_listed_field_exists_in_the_spec_and_the_file(listed):
     schema = {row["field"] for row in field_rows()}
     for name, fields in listed.items():
@@ -42,6 +43,7 @@ def test_every_listed_field_exists_in_the_spec_and_the_file(listed):
             assert value is not None, (name, field)
 
 
+@pytest.mark.fast
 def test_every_listed_field_is_marked_and_every_marked_field_is_listed(listed):
     for name in ARCH_NAMES:
         notes = field_notes(arch_dir() / f"{name}.yaml")
@@ -51,6 +53,7 @@ def test_every_listed_field_is_marked_and_every_marked_field_is_listed(listed):
                 assert re.search(r"(^|\s)R\b", comment), (name, field, comment)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name, field", [
     ("h100", "memory.dram.bandwidth_gbs"),  # [DS] datasheet
     ("h100", "memory.l1.hit_latency"),  # [VAL] measured
@@ -71,6 +74,7 @@ def test_a_sourced_field_is_not_listed(listed, name, field):
     assert field not in listed[name]
 
 
+@pytest.mark.fast
 def test_a_field_whose_comment_starts_with_a_source_and_has_no_marker_is_not_listed(listed):
     for name in ARCH_NAMES:
         for field, comment, _assumed in field_notes(arch_dir() / f"{name}.yaml"):
@@ -78,6 +82,7 @@ def test_a_field_whose_comment_starts_with_a_source_and_has_no_marker_is_not_lis
                 assert field not in listed[name], (name, field, comment)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name, field", [
     ("h100", "frontend.branch_resolve_cycles"), ("h100", "pipelines.ldst.latency"),
     ("h100", "memory.l2.atomic_cycles_per_address_update"), ("a100", "pipelines.fp64.latency"),
@@ -87,6 +92,7 @@ def test_an_assumed_field_is_listed(listed, name, field):
     assert field in listed[name]
 
 
+@pytest.mark.fast
 def test_no_marker_in_the_files_is_missed():
     """An R in a value's comment that the reader would not take as a marker (neither leading nor `key R`) is
     a mistake: a person reads it as 'assumed', `archs --assumed` would not list it. Every value but the names
@@ -99,6 +105,7 @@ def test_no_marker_in_the_files_is_missed():
         assert unsourced == [], name
 
 
+@pytest.mark.fast
 def test_gh100_latencies_agree():
     """The H100 SXM5 and the H200 are one GH100 die at one clock: every latency and the front-end timing come
     from one source, the same number in both files."""
@@ -121,6 +128,7 @@ def test_gh100_latencies_agree():
     assert ours == theirs, {k: (ours[k], theirs[k]) for k in ours if ours[k] != theirs.get(k)}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("line, expected", [
     ("  x: 1   # [WP] a source", "[WP] a source"),
     ("  x: 1", ""),
@@ -133,6 +141,7 @@ def test_comment_of(line, expected):
     assert comment_of(line) == expected
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("comment, keys, marked", [
     ("R", ["x"], {"x"}),
     ("R: model assumption", ["x"], {"x"}),
@@ -148,6 +157,7 @@ def test_marked_keys(comment, keys, marked):
     assert marked_keys(comment, keys) == marked
 
 
+@pytest.mark.fast
 def test_stray_markers_are_found():
     assert stray_markers("[NSVSE] serialized; one per clock is R", ["x"])
     assert stray_markers("[WP] lanes; latency = issue, R", ["lanes", "latency"])
@@ -155,6 +165,7 @@ def test_stray_markers_are_found():
     assert not stray_markers("R: assumed", ["x"])
 
 
+@pytest.mark.fast
 def test_a_changed_comment_changes_the_list(tmp_path):
     """The comment is the record: mark a measured value R and it is listed; give an assumed one a source and it
     is not."""

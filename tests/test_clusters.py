@@ -30,6 +30,7 @@ def _one_per_sm(arch, size):
 
 # --- the GPCs --------------------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_gpc_sizes_are_the_engines_layout():
     """The calculator and the simulated GPU share one layout: TPCs dealt round-robin over the GPCs, so an H100 SXM
     (66 TPCs of 2 SMs over 8 GPCs) has 2 GPCs of 18 SMs and 6 of 16, a B200 (74 TPCs) 2 of 20 and 6 of 18."""
@@ -49,6 +50,7 @@ B200_ONE_PER_SM = {  # 2 x floor(20 / size) + 6 x floor(18 / size)
     1: 148, 2: 74, 3: 48, 4: 34, 5: 26, 6: 24, 7: 16, 8: 16, 9: 16, 10: 10, 11: 8, 16: 8}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("size,expected", sorted(H100_ONE_PER_SM.items()))
 def test_h100_one_block_per_sm(size, expected):
     """One block per SM: each GPC holds floor(SMs / size) clusters, a cluster's blocks on distinct SMs."""
@@ -56,6 +58,7 @@ def test_h100_one_block_per_sm(size, expected):
     assert _one_per_sm("h100", size) == expected
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("size,expected", sorted(B200_ONE_PER_SM.items()))
 def test_b200_one_block_per_sm(size, expected):
     """One block per SM on B200's 20- and 18-SM GPCs: floor(SMs / size) clusters each."""
@@ -63,6 +66,7 @@ def test_b200_one_block_per_sm(size, expected):
     assert _one_per_sm("b200", size) == expected
 
 
+@pytest.mark.fast
 def test_shape_not_size_is_what_is_checked_and_counted():
     """Only x*y*z matters to the count: 4x2x1, 2x2x2 and 8 all hold 16 clusters on H100 at one block per SM."""
     assert {_one_per_sm("h100", shape) for shape in [(4, 2, 1), (2, 2, 2), (8,), (1, 8)]} == {16}
@@ -70,6 +74,7 @@ def test_shape_not_size_is_what_is_checked_and_counted():
 
 # --- several blocks per SM --------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_h100_four_blocks_per_sm():
     """256 threads x 64 regs x 48 KB: 4 blocks per SM (shared memory). A GPC of S SMs holds floor(4 S / size):
     size 3 -> 2 x floor(72/3) + 6 x floor(64/3) = 48 + 126 = 174; size 16 -> 2 x 4 + 6 x 4 = 32 with 8 slots of each
@@ -82,6 +87,7 @@ def test_h100_four_blocks_per_sm():
         (18, 72, 4, 8), (18, 72, 4, 8), (16, 64, 4, 0)]
 
 
+@pytest.mark.fast
 def test_b200_two_blocks_per_sm():
     """B200, 512 threads x 64 regs: 2 blocks per SM (registers). Size 3: 2 x floor(40/3) + 6 x floor(36/3) = 26 + 72
     = 98; size 8: 2 x 5 + 6 x 4 = 34."""
@@ -90,12 +96,14 @@ def test_b200_two_blocks_per_sm():
     assert max_active_clusters("b200", 512, 64, 8) == 34
 
 
+@pytest.mark.fast
 def test_no_resident_block_no_cluster():
     """A launch that cannot be resident (1024 threads x 255 regs) holds no cluster, and says why."""
     r = cluster_occupancy("h100", 1024, 255, 2)
     assert r.blocks_per_sm == 0 and r.max_active_clusters == 0 and "registers" in r.reason
 
 
+@pytest.mark.fast
 def test_a_cluster_larger_than_every_gpc_never_fits():
     """Blocks of a cluster need distinct SMs: 16 blocks do not fit a 14-SM GPC however many blocks an SM holds."""
     assert clusters_in_gpc(14, 32, 16) == 0 and clusters_in_gpc(16, 1, 16) == 1
@@ -103,12 +111,14 @@ def test_a_cluster_larger_than_every_gpc_never_fits():
 
 # --- what real parts report -------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_h100_pairs_fill_every_sm():
     """H100 SXM, clusters of 2 at one block per SM: 66. Every GPC is whole TPCs of 2 SMs, so whatever the chip's
     floorsweeping, all 132 SMs pair up (the figure quoted for cudaOccupancyMaxActiveClusters on H100)."""
     assert _one_per_sm("h100", 2) == 66 == load_arch("h100").sms // 2
 
 
+@pytest.mark.fast
 def test_h100_sixteen_is_one_per_gpc():
     """Size 16 (non-portable) at one block per SM: one cluster per GPC of 16 or more SMs, 8 on our layout. NVIDIA's
     nvFuser test (GetMaxActiveClusters) expects every size 1-16 to be > 0 on cc 9.0 and 10.0; measured H100s
@@ -117,6 +127,7 @@ def test_h100_sixteen_is_one_per_gpc():
     assert all(_one_per_sm(arch, size) > 0 for arch in ("h100", "b200") for size in range(1, 17))
 
 
+@pytest.mark.fast
 def test_a_measured_h100_layout_gives_its_fifteen_clusters_of_eight():
     """accel-sim/gpu-app-collection#87 launched 17 clusters of 8 on an H100 SXM and saw them on 120 SMs: that chip
     held 15 at one per SM, not the 16 of our even layout. The rule gives 15 for any GPC sizes consistent with it,
@@ -193,6 +204,7 @@ def test_more_shared_memory_never_more_clusters(d, size):
 
 # --- limits and bad shapes --------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ["v100", "t4", "a100", "l40s"])
 def test_parts_before_hopper_have_no_clusters(name):
     """Clusters arrive with compute capability 9.0: earlier parts refuse any cluster, even of 1."""
@@ -200,6 +212,7 @@ def test_parts_before_hopper_have_no_clusters(name):
         check_cluster(load_arch(name), 1)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("cluster,non_portable,ok", [
     (8, False, True), ((2, 2, 2), False, True), (9, False, False), ((4, 4), False, False), ((4, 4), True, True),
     (16, True, True), (17, True, False), ((16, 1, 2), True, False), (0, False, False), ((2, 0), False, False),
@@ -214,6 +227,7 @@ def test_sizes_cuda_accepts(cluster, non_portable, ok):
             check_cluster(spec, cluster, non_portable)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("text,expected", [("2", (2,)), ("2,1,1", (2, 1, 1)), ("4, 2", (4, 2))])
 def test_parse_cluster(text, expected):
     """--cluster takes x[,y[,z]]."""

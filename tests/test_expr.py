@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 
 from gpusim.workload.expr import ExprError, compile_expr, hash_rand
 
+pytestmark = pytest.mark.fast  # every test here is quick (the -m fast tier)
+
 NAMES = {"lane", "M", "K", "tid", "block.x", "gtid", "i", "rep"}
 LANE = np.arange(32)
 

@@ -124,6 +124,7 @@ def _category(message: str) -> str:
 # ---------------------------------------------------------------------------------------------- hand-written
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("text, message", [
     ("((2**64)**64)**64", "does not fit in a 64-bit integer"),
     ("(((2**40)**40)**40)**40", "'**' result would be about 2**1600: beyond 2**63"),  # refused before computing
@@ -184,6 +185,7 @@ def test_hostile_expression_is_a_one_line_error(text, message):
     assert kind == "error" and message in got, got
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("names, text, message", [
     ({"k": float("nan")}, "1 if k else 0", "'k' is nan (not a finite number)"),  # a NaN condition is not true
     ({"k": float("nan")}, "lane < k", "'k' is nan"),
@@ -200,6 +202,7 @@ def test_names_with_values_beyond_the_limits_are_errors(names, text, message):
     assert kind == "error" and message in got, got
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("params, message", [
     ({"P": 2**64}, "'P' = 2**64 or more does not fit"),
     ({"P": 1e300}, "'P' = 1e+300 is beyond 2**63"),
@@ -212,6 +215,7 @@ def test_parameters_beyond_the_limits_are_errors_naming_the_parameter(params, me
     assert kind == "error" and message in got, got
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("value, message", [
     (2**70, "value 2**70 or more does not fit"), (float("nan"), "value is nan"), (float("-inf"), "value is -inf"),
     (1e300, "value 1e+300 is beyond 2**63"),
@@ -222,6 +226,7 @@ def test_numbers_given_directly_are_checked(value, message):
     assert message in str(info.value) and str(info.value).startswith(WHERE)
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(11 * BUDGET_S)
 def test_values_at_the_limits_are_fine():
     assert outcome("MAXI")[1] == INT_MAX and outcome("-MAXI - 1")[1] == INT_MIN
@@ -236,6 +241,7 @@ def test_values_at_the_limits_are_fine():
     assert np.array_equal(outcome("abs(lane - 16) ** 0.5")[1], np.abs(LANE - 16) ** 0.5)
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(2 * BUDGET_S)
 def test_messages_show_the_expression_shortened_and_escaped():
     text = "lane +\n" + " + ".join(f"n{j}" for j in range(60)) + " + \u00e9"
@@ -247,6 +253,7 @@ def test_messages_show_the_expression_shortened_and_escaped():
     assert message.startswith(WHERE + ": expression '" + "\\U0001f600" * 8 + "...': character")
 
 
+@pytest.mark.fast
 def test_an_error_at_run_time_reads_the_same_one_line_text():
     """Expr.text is what messages show (the stream's own messages use it too): one line, shortened."""
     expr = compile_expr("(lane\n+ 1) / (k - 5) + " + "1 + " * 40 + "1", WHERE, KNOWN.__contains__, PARAMS)
@@ -256,6 +263,7 @@ def test_an_error_at_run_time_reads_the_same_one_line_text():
     assert str(info.value) == f"{WHERE}: expression '{expr.text}': division by zero"
 
 
+@pytest.mark.fast
 def test_normal_expressions_take_the_fast_path(monkeypatch):
     """For workload expressions, the names' sizes show that no value can come near 2**63: the checked path
     never runs for them."""
@@ -268,6 +276,7 @@ def test_normal_expressions_take_the_fast_path(monkeypatch):
             assert_real(expr({**ENV, "gtid": LANE + gtid, "block.x": gtid // 256, "k": gtid % 1000}))
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(3 * BUDGET_S)
 def test_the_checked_path_is_vectorised():
     """Values just under 2**63 over a block walker's arrays (8 warps x 256 repeats x 32 lanes): each operation's
@@ -280,6 +289,7 @@ def test_the_checked_path_is_vectorised():
         assert kind == "value" and got.shape == (8, 256, 32) and time.perf_counter() - start < BUDGET_S
 
 
+@pytest.mark.fast
 def test_limits_follow_the_names_and_checking_stays_the_exception(monkeypatch):
     """A grid-stride address: `gtid` grows block after block; the names' limits follow it (the checked path
     never runs) until a value would pass 2**63, which is an error, and later small values are fast again."""
@@ -299,6 +309,7 @@ def test_limits_follow_the_names_and_checking_stays_the_exception(monkeypatch):
     assert expr({**ENV, "gtid": 5, "i": 1, "rep": 2}) == 4096 + ((4 + 2) * 1048576 + 5) * 16 and checked == [1]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("form", ["min", "tree", "compare", "and"])
 def test_compile_time_is_linear_in_the_length(form):
     """Wide expressions (many names, shallow) compile with work proportional to their length: counted as

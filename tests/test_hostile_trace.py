@@ -108,6 +108,7 @@ def assert_one_line(message: str, path: Path, line: int | None = None) -> None:
         assert f"{path}:{line}:" in message, message
 
 
+@pytest.mark.fast
 def test_valid_trace_reads_and_runs_without_warnings(tmp_path):
     path = write(tmp_path / "k.traceg", VALID)
     streams = read_all(path)
@@ -130,6 +131,7 @@ def test_endless_stream_is_an_overlong_first_line(tmp_path, worker, name):
     assert f"longer than {LINE_LIMIT:,} bytes" in reply["message"]
 
 
+@pytest.mark.fast
 def test_endless_stream_named_by_a_command_list(tmp_path, worker):
     (tmp_path / "kernel-1.traceg").symlink_to("/dev/zero")
     (tmp_path / "kernelslist.g").write_text("MemcpyHtoD,0x7fb0fc400000,256\nkernel-1.traceg\n")
@@ -163,6 +165,7 @@ def test_cli_reports_the_overlong_line_in_one_line(tmp_path):
     assert f"{path}:1: line longer than" in p.stderr
 
 
+@pytest.mark.fast
 def test_a_line_just_under_the_limit_is_read(tmp_path):
     """The limit is on bytes per line, newline included; a long but legal header line is fine."""
     name = "_Z" + "x" * (LINE_LIMIT - 40)
@@ -173,6 +176,7 @@ def test_a_line_just_under_the_limit_is_read(tmp_path):
         load_trace(write(tmp_path / "k.traceg", text.replace(name, name + "x" * 100)))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("tail", [b"garbage!", b"\0\0\0\0garbage!", b"\xfd7zXZ\0not a stream"])
 def test_garbage_after_the_xz_stream_is_an_error(tmp_path, tail):
     """Python's lzma module stops at the first stream and ignores what follows; gpusim does not."""
@@ -185,6 +189,7 @@ def test_garbage_after_the_xz_stream_is_an_error(tmp_path, tail):
     assert "xz" in message
 
 
+@pytest.mark.fast
 def test_xz_streams_and_padding_are_read_whole(tmp_path):
     """Concatenated streams with NUL stream padding between them are one file (Python's lzma module would drop
     every stream after the padding)."""
@@ -209,6 +214,7 @@ def _dict_size_xz(data: bytes, code: int) -> bytes:
     return bytes(raw)
 
 
+@pytest.mark.fast
 def test_xz_decoder_memory_is_capped(tmp_path, worker):
     path = tmp_path / "k.traceg.xz"
     path.write_bytes(_dict_size_xz(VALID.encode(), 40))
@@ -227,6 +233,7 @@ def big_blocks_text(blocks: int, insts: int, line: str = "0000 ffffffff 0 NOP 0 
     return text
 
 
+@pytest.mark.fast
 def test_a_block_too_large_to_hold_is_an_error(tmp_path, monkeypatch):
     """A warp's lines stay in memory while it runs: one block whose lines would pass the limit is an error at
     the line being read, before the memory is taken (a 200 KB xz can hold a block of 20 million lines)."""
@@ -277,6 +284,7 @@ def test_an_xz_bomb_block_stops_at_the_default_limit(tmp_path):
 
 
 # --- 3. non-ASCII bytes are reported at their line -------------------------------------------------------------
+@pytest.mark.fast
 @pytest.mark.parametrize("suffix", [".traceg", ".traceg.xz"])
 def test_non_ascii_byte_is_reported_at_its_line(tmp_path, suffix):
     number = line_of(VALID, "thread block = 1")
@@ -289,6 +297,7 @@ def test_non_ascii_byte_is_reported_at_its_line(tmp_path, suffix):
     assert "byte 0xe9 at column 22 is not ASCII" in str(info.value)
 
 
+@pytest.mark.fast
 def test_non_ascii_byte_in_a_command_list_is_reported_at_its_line(tmp_path):
     write(tmp_path / "kernel-1.traceg", VALID)
     listing = write(tmp_path / "kernelslist.g", "MemcpyHtoD,0x7fb0fc400000,256\n\nkernel-1.traceg \xff\n")
@@ -297,6 +306,7 @@ def test_non_ascii_byte_in_a_command_list_is_reported_at_its_line(tmp_path):
     assert_one_line(str(info.value), listing, 3)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("line,message", [
     ("MemcpyHtoD,0x7fb0fc400000", "expected 'MemcpyHtoD,0xADDRESS,BYTES'"),
     ("MemcpyHtoD,0x7fb0fc400000,-5", "expected 'MemcpyHtoD,0xADDRESS,BYTES'"),
@@ -321,6 +331,7 @@ LDG64 = "0030 0000ffff 1 R6 LDG.E.64 1 R2 8 0 "  # its mode-0 load (16 addresses
 LDS = f"0040 0f0f0f0f 1 R8 LDS.U.128 1 R3 16 2 0x{SHARED + 0x100:x} 16 16 16 -48"  # its mode-2 load
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("old,new,message", [
     # addresses outside [0, 2^63): the tracer writes unsigned 64-bit addresses, numpy lanes are signed
     (LDG, LDG.replace(f"0x{GLOBAL:x}", "0x8000000000000000"),
@@ -374,6 +385,7 @@ def test_what_the_format_cannot_hold_is_an_error_naming_file_and_line(tmp_path, 
     assert message in str(info.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("old,new,message", [
     ("-kernel id = 1", "-kernel id = -1", "-kernel id: expected a decimal number from 0"),
     ("-shmem = 1024", "-shmem = +1024", "got '+1024'"),
@@ -404,6 +416,7 @@ def test_bad_header_values_are_errors_at_their_line(tmp_path, old, new, message)
     assert message in str(info.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("key", ["-nregs = 32", "-grid dim = (2,1,1)", "-accelsim tracer version = 5",
                                  "-cuda stream id = 0"])
 @pytest.mark.parametrize("same", [True, False])
@@ -419,6 +432,7 @@ def test_a_duplicate_header_key_names_both_lines(tmp_path, key, same):
     assert f"given twice (lines {first} and 14)" in str(info.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("old,new,message", [
     ("thread block = 1,0,0", "thread block = 2,0,0", "thread block = 2,0,0 is outside -grid dim (2, 1, 1)"),
     ("thread block = 1,0,0", "thread block = 0,1,0", "is outside -grid dim"),
@@ -446,6 +460,7 @@ def test_bad_block_structure_is_an_error_at_its_line(tmp_path, old, new, message
     assert message in str(info.value)
 
 
+@pytest.mark.fast
 def test_blocks_in_any_order_each_once_are_read():
     from gpusim.trace.reader import _Runs
 
@@ -457,6 +472,7 @@ def test_blocks_in_any_order_each_once_are_read():
 
 
 # --- 2. what is legal but odd is a counted warning -------------------------------------------------------------
+@pytest.mark.fast
 def test_misaligned_addresses_are_a_counted_warning(tmp_path):
     """Every block's mode-1 loads move by 2 bytes: 4 lines whose 4-byte lanes are not 4-aligned."""
     text = re.sub(r"(LDG\.E 1 R2 4 1 0x[0-9a-f]+)0 4 0", r"\g<1>2 4 0", VALID)
@@ -470,6 +486,7 @@ def test_misaligned_addresses_are_a_counted_warning(tmp_path):
     assert warning in result.warnings  # and the run says so
 
 
+@pytest.mark.fast
 def test_a_memory_opcode_of_width_zero_under_a_mask_is_a_counted_warning(tmp_path):
     text = re.sub(r"LDG\.E 1 R2 4 1 0x[0-9a-f]+ 4 0", "LDG.E 1 R2 0 0", VALID)
     path = write(tmp_path / "k.traceg", text)
@@ -482,11 +499,13 @@ def test_a_memory_opcode_of_width_zero_under_a_mask_is_a_counted_warning(tmp_pat
     assert any("width 0" in w for w in result.warnings)
 
 
+@pytest.mark.fast
 def test_predicated_off_and_constant_loads_are_not_odd(tmp_path):
     """The valid trace has an LDG under mask 0 and an LDC of width 0 in every warp: no warning."""
     assert read_all(write(tmp_path / "k.traceg", VALID)).warnings() == []
 
 
+@pytest.mark.fast
 def test_header_keys_no_tracer_writes_are_a_warning(tmp_path):
     """A mistyped optional key (here `-enable line info`) is not silently taken for a known one."""
     text = VALID.replace("-enable lineinfo = 0", "-enable line info = 1").replace("-nvbit version", "-nvbit  version")
@@ -496,6 +515,7 @@ def test_header_keys_no_tracer_writes_are_a_warning(tmp_path):
                        f"-enable line info (line 13)")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("version", [80, 90, 61, 999, 1])
 def test_binary_versions_no_gpu_has_are_warned_about(tmp_path, version):
     path = write(tmp_path / "k.traceg", VALID.replace("-binary version = 80", f"-binary version = {version}"))
@@ -708,6 +728,7 @@ def check_hostile(worker: Worker, directory: Path, case: Case, how: str) -> dict
 CONTAINERS = st.sampled_from(["plain", "plain", "plain", "xz", "xz+tail", "list"])
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.timeout(12 * TIME_BUDGET)
 def test_generated_hostile_traces_give_a_result_or_one_line_error(tmp_path_factory, worker, kind):

@@ -126,6 +126,7 @@ def test_a_trillion_trips_that_issue_nothing_are_refused_too(tmp_path, inner):
                      r"2,000,000,000", message), message
 
 
+@pytest.mark.fast
 def test_repeat_of_a_billion_is_counted_at_once_and_announced(tmp_path):
     path = _file(tmp_path, "  - {op: FADD, dst: r1, repeat: 1000000000}\n")
     kernel = load_workload(path)
@@ -136,12 +137,14 @@ def test_repeat_of_a_billion_is_counted_at_once_and_announced(tmp_path):
     assert "1,000,000,001 warp-instructions" in _error(run, path, "h100", max_instructions=10**8)
 
 
+@pytest.mark.fast
 def test_a_predicated_repeat_of_a_billion_is_estimated(tmp_path):
     path = _file(tmp_path, "  - {op: FADD, dst: r1, repeat: 1000000000, pred: 'rep % 3 == 0'}\n")
     mix = kernel_mix(load_workload(path), steps=20_000)
     assert mix.estimated and abs(mix.total_warp_insts - 10**9) < 10**7
 
 
+@pytest.mark.fast
 def test_a_huge_grid_of_differing_warps_is_estimated_from_warps_spread_over_it(tmp_path):
     """2^31 - 1 blocks whose warps exit at different points (every warp differs): a sample spread over the grid."""
     path = _file(tmp_path, "  - {exit: 'gtid >= 1000'}\n  - {op: FADD, dst: r1, repeat: 10}\n",
@@ -160,6 +163,7 @@ def test_estimates_agree_with_exact_counts_where_both_are_possible():
     assert abs(estimate.total_warp_insts - exact.total_warp_insts) <= 0.02 * exact.total_warp_insts
 
 
+@pytest.mark.fast
 def test_grid_and_block_beyond_cuda_limits_are_refused_at_load(tmp_path):
     for launch, field in (("grid: [1000000000000]", "grid.x"), ("grid: [1, 70000]", "grid.y"),
                           ("block: [2048]", "block.x"), ("block: [1, 1, 65]", "block.z")):
@@ -169,6 +173,7 @@ def test_grid_and_block_beyond_cuda_limits_are_refused_at_load(tmp_path):
         assert "k.yaml:2:" in message and f"CUDA's limit for {field}" in message
 
 
+@pytest.mark.fast
 def test_max_instructions_raises_and_lowers_the_limit():
     fma_chain = ROOT / "workloads/microbench/fma_chain.yaml"
     message = _error(run, fma_chain, "h100", max_instructions=1000)
@@ -186,6 +191,7 @@ def test_cli_refuses_a_huge_kernel_in_one_line(tmp_path):
     assert code == 1 and "the limit is 10 " in err and err.count("\n") == 1
 
 
+@pytest.mark.fast
 def test_workload_show_says_when_counts_are_estimated(tmp_path, monkeypatch):
     monkeypatch.setattr(mix_module, "COUNT_STEPS", 20_000)  # (the default budget takes about 2 s)
     path = _file(tmp_path, "  - loop: 1000000000000\n    body: [{op: FADD, dst: r1, pred: 'i % 2 == 0'}]\n")
@@ -199,6 +205,7 @@ def test_workload_show_says_when_counts_are_estimated(tmp_path, monkeypatch):
 
 # --- 6. silent clamps become errors ----------------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("body, line, expected", [
     ("  - loop: -3\n    body: [{op: FADD, dst: r1}]\n", 4, "loop count: expected a whole number >= 0, got -3"),
     ("  - loop: true\n    body: [{op: FADD, dst: r1}]\n", 4, "loop count: expected a whole number >= 0, got True"),
@@ -216,6 +223,7 @@ def test_silent_clamps_are_load_errors(tmp_path, body, line, expected):
     assert f"k.yaml:{line}:" in message and expected in message, message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("head, body, expected", [
     ('params: {"n\\n": 3}\n', "  - {op: FADD, dst: r1}\n", "params: 'n\\n' is not a usable parameter name"),
     ("", '  - loop: 2\n    var: "i\\n"\n    body: [{op: FADD, dst: r1}]\n', "loop var must be a name, got 'i\\n'"),
@@ -229,12 +237,14 @@ def test_a_name_with_a_trailing_newline_is_not_a_name(tmp_path, head, body, expe
     assert "--set 'n\\n': expected NAME=VALUE" in _error(run, "workloads/vecadd.yaml", "h100", params={"n\n": 1})
 
 
+@pytest.mark.fast
 def test_an_enclosing_loops_index_may_still_be_reused(tmp_path):
     path = _file(tmp_path, "  - loop: 2\n    body:\n      - loop: 3\n"
                            "        body: [{op: FADD, dst: r1, pred: 'i < 2'}]\n")
     assert kernel_mix(load_workload(path)).total_warp_insts == 2 * 3 + 1
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("body, expected", [
     ("  - {op: FADD, dst: r1, repeat: 'warp - 1'}\n", "repeat must be >= 0, got -1"),
     ("  - loop: 'lane - 4'\n    body: [{op: FADD, dst: r1}]\n", "loop count must be >= 0, got -4 in lane 0"),
@@ -249,12 +259,14 @@ def test_negative_or_odd_counts_at_run_time_are_errors_in_the_stream_and_the_cou
         assert "k.yaml:4:" in message and expected in message, message
 
 
+@pytest.mark.fast
 def test_exited_lanes_negative_counts_are_not_checked(tmp_path):
     """Lanes that exited never run the loop: their count is not theirs to check."""
     kernel = load_workload(_file(tmp_path, "  - {exit: 'lane < 4'}\n  - loop: 'lane - 4'\n    body: [{op: FADD}]\n"))
     assert kernel_mix(kernel).total_warp_insts == 1 + 27 + 1
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("params, expected", [
     ("{a: .nan}", "params: 'a' must be a finite number, got nan"),
     ("{a: .inf}", "params: 'a' must be a finite number, got inf"),
@@ -265,6 +277,7 @@ def test_non_finite_parameters_are_refused(tmp_path, params, expected):
     assert "k.yaml:2:" in message and expected in message
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999", "1" * 5000])
 def test_non_finite_overrides_are_refused_by_cli_and_api_alike(value):
     code, _, err = _cli("run", str(ROOT / "workloads/vecadd.yaml"), "--arch", "h100", "--set", f"n={value}")
@@ -273,6 +286,7 @@ def test_non_finite_overrides_are_refused_by_cli_and_api_alike(value):
     assert "expected a finite number" in message
 
 
+@pytest.mark.fast
 def test_out_of_buffer_addresses_are_errors_naming_the_buffer(tmp_path):
     head = "buffers: {x: {bytes: 128}, s: {space: shared, bytes: 64}}\n" + HEADER.replace("[32]", "[64]")
     kernel = load_workload(_file(tmp_path, "  - {op: LDG.E, dst: r1, addr: 'x + tid * 4'}\n", head=head))
@@ -286,6 +300,7 @@ def test_out_of_buffer_addresses_are_errors_naming_the_buffer(tmp_path):
     assert "outside every global buffer" in message
 
 
+@pytest.mark.fast
 def test_masked_off_lanes_addresses_are_not_checked(tmp_path):
     head = "buffers: {x: {bytes: 128}}\n" + HEADER.replace("[32]", "[64]")
     kernel = load_workload(_file(tmp_path, "  - {exit: 'tid >= 32'}\n  - {op: LDG.E, dst: r1, addr: 'x + tid * 4'}\n",
@@ -308,6 +323,7 @@ def test_every_shipped_workload_stays_inside_its_buffers():
                     pass
 
 
+@pytest.mark.fast
 def test_the_json_record_never_holds_nan_or_infinity():
     with pytest.raises(GpusimError, match=r"non-finite number at \['metrics'\]\['x'\]: it cannot be"):
         cli.record_json({"metrics": {"x": float("-inf")}})
@@ -337,12 +353,14 @@ def test_ctrl_c_during_a_run_is_one_line_and_exit_130():
 
 # --- 9. one short line, no stray warnings ---------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_shorten_and_one_line():
     assert shorten("a\nb") == "'a\\nb'" and len(shorten("x" * 10**6)) == 80
     assert shorten(10**100000).startswith("<an integer of about 100,00")
     assert one_line("a\nb\x00c") == "a\\nb\\x00c" and len(one_line("y" * 10**6)) <= 600
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("args", [
     ["run", "no\nsuch.yaml", "--arch", "h100"],
     ["run", "x" * 5000 + ".yaml", "--arch", "h100"],
@@ -365,12 +383,14 @@ def test_a_bad_file_name_is_one_line_from_a_real_process_too():
     assert proc.returncode == 1 and proc.stderr == "error: no\\nsuch.yaml: cannot read (No such file or directory)\n"
 
 
+@pytest.mark.fast
 def test_an_expression_with_a_newline_is_one_line(tmp_path):
     path = _file(tmp_path, '  - {op: FADD, dst: r1, pred: "lane <\\n 3 +"}\n')
     code, _, err = _cli("workload", "show", str(path))
     assert code == 1 and err.count("\n") == 1 and "k.yaml:4:" in err and len(err) < 700, err[:300]
 
 
+@pytest.mark.fast
 def test_float_overflow_in_an_expression_is_an_error_not_a_numpy_warning(tmp_path):
     head = "params: {big: 1.0e+300}\nbuffers: {x: {bytes: 4096}}\n" + HEADER
     path = _file(tmp_path, "  - {op: LDG.E, dst: r1, addr: 'x + lane * big * big'}\n"
@@ -392,6 +412,7 @@ def test_float_overflow_in_an_expression_is_an_error_not_a_numpy_warning(tmp_pat
 
 # --- 10. the API checks its arguments as the command line does ------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kwargs, flags", [
     ({"scheduler": "fifo"}, ["--scheduler", "fifo"]),
     ({"seed": -1}, ["--seed", "-1"]),
@@ -408,6 +429,7 @@ def test_api_and_cli_refuse_the_same_values_with_the_same_message(kwargs, flags,
     assert code == 1 and err == f"error: {message}\n"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kwargs, expected", [
     ({"scheduler": 5}, "unknown scheduler 5: expected one of"),
     ({"seed": float("nan")}, "--seed nan: expected an integer"),
@@ -425,6 +447,7 @@ def test_api_refuses_what_the_cli_cannot_even_express(kwargs, expected):
     assert expected in _error(run, "workloads/vecadd.yaml", "h100", **kwargs)
 
 
+@pytest.mark.fast
 def test_api_accepts_numpy_integers_and_floats():
     result = run(ROOT / "workloads/microbench/fma_chain.yaml", "h100", sms=np.int64(1), seed=np.int32(2),
                  params={"n": np.int64(8)})
@@ -433,6 +456,7 @@ def test_api_accepts_numpy_integers_and_floats():
 
 # --- 5. rich markup and huge names in tables ------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ["'[/bold]'", "'[red]x[/red] [link=file:///etc]y'", '"x\\ny"'])
 def test_markup_in_a_kernel_name_is_printed_not_interpreted(tmp_path, name):
     path = _file(tmp_path, "  - {op: FADD, dst: r1}\n", kernel=name)
@@ -443,6 +467,7 @@ def test_markup_in_a_kernel_name_is_printed_not_interpreted(tmp_path, name):
         assert (shown if shown.isprintable() else repr(shown)) in out
 
 
+@pytest.mark.fast
 def test_a_100000_character_name_prints_quickly_and_shortened(tmp_path):
     path = _file(tmp_path, "  - {op: FADD, dst: r1}\n", kernel="n" * 100000)
     started = time.perf_counter()
@@ -712,21 +737,26 @@ def _api_check(budget: float):
     return check
 
 
-@pytest.mark.timeout(600)
+# A case over its budget (20 s) is a finding; a test of generated cases ends a hang at GENERATED_S (it takes a few
+# seconds on the 2-core machine; its cases' budgets sum past the 600 s default)
+GENERATED_S = 120
+
+
+@pytest.mark.timeout(GENERATED_S)
 def test_generated_mutations_of_shipped_workloads_end_in_a_result_or_one_line(tmp_path, chdir_root, small_budget):
     cases, findings = _generate(mutated_workloads(), _mutation_check(tmp_path, 20), 25)
     _report("mutated workloads", cases, findings)
     assert not findings
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(GENERATED_S)
 def test_generated_command_lines_end_in_a_result_or_one_line(chdir_root, small_budget):
     cases, findings = _generate(cli_arguments(), lambda argv: _cli_case(argv, 20), 40)
     _report("command lines", cases, findings)
     assert not findings
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(GENERATED_S)
 def test_generated_api_keywords_end_in_a_result_or_one_error(chdir_root):
     cases, findings = _generate(api_keywords(), _api_check(20), 40)
     _report("gpusim.run keywords", cases, findings)
@@ -735,7 +765,8 @@ def test_generated_api_keywords_end_in_a_result_or_one_error(chdir_root):
 
 @pytest.mark.benchmark
 def test_many_generated_hostile_cases(tmp_path, chdir_root):
-    """The larger variant, new cases each run (python -m pytest -m benchmark -s tests/test_hostile_workload_cli.py)."""
+    """The larger variant, new cases each run (python -m pytest -m benchmark -n 0 -s
+    tests/test_hostile_workload_cli.py)."""
     total = []
     for what, strategy, check, n in (
             ("mutated workloads", mutated_workloads(), _mutation_check(tmp_path, 60), 400),
@@ -747,6 +778,7 @@ def test_many_generated_hostile_cases(tmp_path, chdir_root):
     assert not total
 
 
+@pytest.mark.fast
 def test_ctrl_c_while_the_command_line_imports_is_one_line_and_exit_130(tmp_path):
     """A SIGINT that lands before cli.main runs (gpusim's own imports): the same line and code, no traceback.
     A sitecustomize makes the import of gpusim.native raise KeyboardInterrupt, deterministically."""

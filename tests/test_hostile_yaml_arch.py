@@ -41,6 +41,13 @@ WORKLOADS = sorted((ROOT / "workloads").rglob("*.yaml"))
 REFUSE_S = 5.0  # a load that must be refused
 CASE_S = 5.0  # a generated arch or workload file, loaded
 SIMULATED_CASE_S = 60.0  # a generated arch file, loaded and a tiny kernel run on it
+GENERATED_S = 120  # a test of 500 generated cases (under 5 s on the 2-core machine; their budgets sum past 600 s)
+
+
+@pytest.fixture
+def tmp_path(short_tmp_path):
+    """The messages here start with the file's path, compared in full: a short one (see short_tmp_path)."""
+    return short_tmp_path
 
 
 def _one_line(exc: BaseException, path: Path | str | None = None) -> str:
@@ -75,6 +82,7 @@ def _bomb(levels: int) -> str:
 
 # --- 1. aliases, size, endless streams, long names ---------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("levels", [6, 8])
 @pytest.mark.timeout(REFUSE_S)
 def test_alias_bomb_in_an_arch_file_is_refused_at_its_line(tmp_path, levels):
@@ -84,6 +92,7 @@ def test_alias_bomb_in_an_arch_file_is_refused_at_its_line(tmp_path, levels):
     assert msg.startswith(f"{path}:{line}: ") and "anchors and aliases are not accepted" in msg, msg
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_alias_bomb_in_a_workload_is_refused(tmp_path):
     path = _write(tmp_path, _bomb(8) + (ROOT / "workloads/vecadd.yaml").read_text())
@@ -91,6 +100,7 @@ def test_alias_bomb_in_a_workload_is_refused(tmp_path):
     assert msg.startswith(f"{path}:1: ") and "aliases" in msg
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_a_single_harmless_alias_is_refused_too(tmp_path):
     """No expansion budget to tune: an anchor is an error wherever it is (write the value out)."""
@@ -99,18 +109,21 @@ def test_a_single_harmless_alias_is_refused_too(tmp_path):
     assert "'nine'" in msg and "anchors and aliases" in msg
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_merge_keys_are_refused(tmp_path):
     msg = _refused(read_yaml, _write(tmp_path, "a: {<<: {x: 1}, y: 2}\n"))
     assert "merge keys" in msg
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_file_over_the_size_cap_is_refused_without_reading_it(tmp_path):
     path = _write(tmp_path, H100 + "#" * MAX_YAML_BYTES + "\n")
     assert "larger than the 4 MiB" in _refused(load_arch_file, path, ArchError)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
 @pytest.mark.timeout(10)
 def test_endless_devices_read_at_most_the_cap(device):
@@ -127,6 +140,7 @@ def _fifo(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(STREAM_WAIT_S + 5)
 def test_fifo_fed_forever_is_cut_at_the_cap(tmp_path):
     path, stop = _fifo(tmp_path), threading.Event()
@@ -162,6 +176,7 @@ def test_fifo_that_stalls_times_out(tmp_path, monkeypatch):
     assert "no data within 1 s" in msg
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(10)
 def test_fifo_with_a_whole_file_loads(tmp_path):
     """`--arch <(sed ... arch/h100.yaml)` works: a stream that ends is read like a file."""
@@ -177,11 +192,13 @@ def test_fifo_with_a_whole_file_loads(tmp_path):
     thread.join(5)
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_directory_is_refused():
     assert "cannot read" in _refused(load_arch_file, arch_dir(), ArchError)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ["x" * 5000, "x" * 5000 + ".yaml", "a/" * 2500, "h100\n\x1b[31mred", "h\x00100"])
 def test_hostile_arch_names_get_short_one_line_errors(name):
     with pytest.raises(ArchError) as info:
@@ -205,6 +222,7 @@ def test_endless_arch_stream_through_cli():
 
 # --- 2. encodings, nesting, number literals ----------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("load, error", [(load_arch_file, ArchError), (load_yaml_with_lines, WorkloadError)])
 @pytest.mark.timeout(REFUSE_S)
 def test_non_utf8_bytes_name_file_and_line(tmp_path, load, error):
@@ -214,11 +232,13 @@ def test_non_utf8_bytes_name_file_and_line(tmp_path, load, error):
     assert msg.startswith(f"{tmp_path / 'hostile.yaml'}:{line}: not UTF-8 text (byte 0xff"), msg
 
 
+@pytest.mark.fast
 def test_utf8_with_bom_and_non_ascii_text_loads(tmp_path):
     text = "\ufeff" + H100.replace("memory_note: HBM3", "memory_note: HBM3 — 5 Stapel (Größe)")
     assert load_arch_file(_write(tmp_path, text)).clocks.memory_note.startswith("HBM3 — 5")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("char", ["\x00", "\x1b", "\x7f"])
 @pytest.mark.timeout(REFUSE_S)
 def test_control_characters_are_refused_with_the_line(tmp_path, char):
@@ -227,6 +247,7 @@ def test_control_characters_are_refused_with_the_line(tmp_path, char):
     assert ":" in msg and msg.isprintable(), msg
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("shape", ["list", "flow_map", "block_map", "block_list"])
 @pytest.mark.timeout(REFUSE_S)
 def test_deep_nesting_is_capped(tmp_path, shape):
@@ -239,6 +260,7 @@ def test_deep_nesting_is_capped(tmp_path, shape):
     assert f"nested deeper than {MAX_YAML_DEPTH} levels" in msg, msg
 
 
+@pytest.mark.fast
 def test_nesting_up_to_the_cap_is_read(tmp_path):
     depth = MAX_YAML_DEPTH - 1  # the top-level mapping is the first level
     data = read_yaml(_write(tmp_path, "a: " + "[" * depth + "]" * depth + "\n"))
@@ -246,6 +268,7 @@ def test_nesting_up_to_the_cap_is_read(tmp_path):
         data = data["a"] if isinstance(data, dict) else data[0]
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_5000_digit_integer_names_the_key(tmp_path):
     text = H100.replace("  gpcs: 8 ", "  gpcs: " + "9" * 5000 + " ", 1)
@@ -255,6 +278,7 @@ def test_5000_digit_integer_names_the_key(tmp_path):
     assert f"a number literal of 5,000 characters (at most {MAX_NUMBER_CHARS})" in msg
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("literal", ["1" + ":59" * 2000, "0x" + "f" * 5000, "1" * 200 + ".5", "0b" + "1" * 9000])
 @pytest.mark.timeout(REFUSE_S)
 def test_every_long_number_literal_is_refused(tmp_path, literal):
@@ -262,12 +286,14 @@ def test_every_long_number_literal_is_refused(tmp_path, literal):
     assert "key 'n'" in msg and "number literal" in msg
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_a_bad_list_item_names_the_key_holding_the_list(tmp_path):
     text = H100.replace("carveout_steps_kb: [0, 8,", "carveout_steps_kb: [0, " + "8" * 300 + ",", 1)
     assert "key 'carveout_steps_kb': a number literal" in _refused(load_arch_file, _write(tmp_path, text), ArchError)
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_deep_nesting_names_the_outer_keys(tmp_path):
     text = H100.replace("  per_sm_bytes: 233472 ", "  per_sm_bytes: " + "[" * 100 + "]" * 100 + " ", 1)
@@ -275,11 +301,13 @@ def test_deep_nesting_names_the_outer_keys(tmp_path):
     assert "shared_memory.per_sm_bytes: nested deeper than 64 levels" in msg, msg
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_impossible_timestamp_is_one_line(tmp_path):
     assert "key 'date'" in _refused(read_yaml, _write(tmp_path, "date: 0000-01-01\n"))
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_python_tags_are_refused(tmp_path):
     text = "kernel: !!python/object/apply:os.system ['echo hi']\n"
@@ -288,6 +316,7 @@ def test_python_tags_are_refused(tmp_path):
 
 # --- 3. duplicate keys -------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_duplicate_arch_key_names_both_lines(tmp_path):
     text = H100.replace("  enabled_sms: 132 ", "  enabled_sms: 132\n  gpcs: 1 ", 1)
@@ -298,12 +327,14 @@ def test_duplicate_arch_key_names_both_lines(tmp_path):
     assert "duplicate key 'gpcs'" in msg
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_duplicate_top_level_section_is_an_error(tmp_path):
     msg = _refused(load_arch_file, _write(tmp_path, H100 + "clocks: {core_mhz: 1, tensor_mhz: 1}\n"), ArchError)
     assert "duplicate key 'clocks'" in msg
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_duplicate_workload_key_names_both_lines(tmp_path):
     text = "kernel: k\nlaunch: {grid: [1], block: [32], registers_per_thread: 8, grid: [2]}\nprogram: [{op: FFMA}]\n"
@@ -311,12 +342,14 @@ def test_duplicate_workload_key_names_both_lines(tmp_path):
     assert msg.startswith(f"{tmp_path / 'hostile.yaml'}:2: ") and "duplicate key 'grid' (also on line 2)" in msg
 
 
+@pytest.mark.fast
 @pytest.mark.timeout(REFUSE_S)
 def test_keys_equal_in_python_are_duplicates(tmp_path):
     """`1` and `true` are one dict key; the second would silently replace the first."""
     assert "duplicate key True" in _refused(read_yaml, _write(tmp_path, "x:\n  1: a\n  true: b\n"))
 
 
+@pytest.mark.fast
 def test_lines_are_kept_for_errors(tmp_path):
     data = read_yaml(_write(tmp_path, "a: 1\nb:\n  c: 2\n"))
     assert (data.line, data.key_lines, data["b"].line, data["b"].key_lines) == (1, {"a": 1, "b": 2}, 3, {"c": 3})
@@ -345,6 +378,7 @@ def _arch_error(path: str, value) -> str:
     return msg
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("path, value", [
     ("structure.gpcs", 10**12), ("structure.sms_per_tpc", 10**6), ("structure.enabled_sms", 5000),
     ("memory.l2.size_bytes", 2**40), ("memory.dram.channels", 10**9),
@@ -356,6 +390,7 @@ def test_huge_values_are_refused_with_the_range(path, value):
     assert "expected" in msg and "up to" in msg or "from" in msg, msg
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
 @pytest.mark.parametrize("path", ["clocks.core_mhz", "clocks.tensor_mhz", "pipelines.fp64.lanes",
                                   "memory.dram.bandwidth_gbs", "memory.dram.capacity_gb",
@@ -364,12 +399,14 @@ def test_nan_and_inf_are_refused(path, value):
     assert f"got {value!r}" in _arch_error(path, value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("path", ["structure.gpcs", "clocks.core_mhz", "pipelines.fp32.lanes",
                                   "memory.dram.read_efficiency", "pipelines.tensor.warp_mma_flops_per_clock"])
 def test_booleans_are_not_numbers(path):
     assert "got True" in _arch_error(path, True)
 
 
+@pytest.mark.fast
 def test_cache_geometry_that_would_fill_memory_is_refused():
     data = _data()
     data["memory"]["l2"].update(size_bytes=2**30, line_bytes=16, sector_bytes=16, associativity=1)
@@ -377,12 +414,14 @@ def test_cache_geometry_that_would_fill_memory_is_refused():
         parse_arch(data, "custom.yaml")
 
 
+@pytest.mark.fast
 def test_direct_mapped_l2_of_a_shipped_size_is_accepted():
     data = _data()
     data["memory"]["l2"]["associativity"] = 1
     assert parse_arch(data, "custom.yaml").memory.l2.associativity == 1
 
 
+@pytest.mark.fast
 def test_l1_with_too_many_sets_is_refused():
     data = _data()
     data["memory"]["l1"].update(line_bytes=16, sector_bytes=16, associativity=1)
@@ -390,6 +429,7 @@ def test_l1_with_too_many_sets_is_refused():
         parse_arch(data, "custom.yaml")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("path, value, expected", [
     ("name", "h100\nINJECTED", "one line"), ("full_name", "x" * 10_000, "at most 200"),
     ("compute_capability", "9" * 500 + ".0", "'major.minor'"), ("sm.warp_size", 64, "expected 32"),
@@ -400,6 +440,7 @@ def test_strings_and_shapes_are_bounded(path, value, expected):
     assert expected in _arch_error(path, value)
 
 
+@pytest.mark.fast
 def test_every_number_field_states_its_range():
     def walk(cls):
         for a in attrs.fields(attrs.resolve_types(cls)):
@@ -412,18 +453,21 @@ def test_every_number_field_states_its_range():
     assert ("gpcs", "count", "graphics processing clusters in the enabled part", "a positive integer up to 64") in rows
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ARCH_NAMES)
 def test_every_shipped_arch_is_inside_the_ranges(name):
     spec = load_arch_file(arch_dir() / f"{name}.yaml")
     assert spec.name == name
 
 
+@pytest.mark.fast
 def test_evolve_is_validated_too():
     spec = load_arch("h100")
     with pytest.raises(ValueError, match="gpcs: expected a positive integer up to 64"):
         attrs.evolve(spec.structure, gpcs=10**12)
 
 
+@pytest.mark.fast
 def test_pure_python_yaml_refuses_the_same(tmp_path):
     """Without libyaml (PyYAML's own parser) the same checks hold."""
     cases = {"bomb": _bomb(8), "deep": "a: " + "[" * 300 + "]" * 300 + "\n", "dup": "a: 1\na: 2\n",
@@ -650,14 +694,14 @@ BIG = settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCh
                                                                         HealthCheck.data_too_large])
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(GENERATED_S)
 @CI
 @given(case=hostile_arch())
 def test_generated_hostile_arch_files(case_dir, case):
     _check_arch_case(case_dir, case)
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(GENERATED_S)
 @CI
 @given(case=hostile_workload())
 def test_generated_hostile_workload_yaml(case_dir, case):

@@ -47,6 +47,7 @@ def test_cli_regs_example():
     assert record["metrics"]["sm__maximum_warps_per_active_cycle_pct"] == 25.0
 
 
+@pytest.mark.fast
 def test_record_shows_every_override():
     result = run(FMA, "h100", params={"iters": 1}, sms=1, threads=(64, 2), grid=3, smem=1000, dynamic_smem=4096,
                  carveout=50, regs=40)
@@ -58,12 +59,14 @@ def test_record_shows_every_override():
     assert result.metrics["sm__maximum_warps_per_active_cycle_pct"] == 100 * expected.occupancy
 
 
+@pytest.mark.fast
 def test_no_overrides_leave_the_kernel_and_record_as_they_were():
     kernel = load_kernel(GEMM, GEMM_SMALL)
     assert apply_launch_overrides(kernel, load_arch("h100"), check_launch_overrides()) is kernel
     assert kernel.launch.carveout is None
 
 
+@pytest.mark.fast
 def test_threads_change_the_warps_and_addresses():
     kernel = _kernel(FMA, threads=512)
     assert kernel.launch.block == (512, 1, 1) and kernel.launch.warps_per_block == 16
@@ -74,6 +77,7 @@ def test_threads_change_the_warps_and_addresses():
 
 # --- the carveout: resident blocks and the L1 the memory hierarchy gets ----------------------------------------
 
+@pytest.mark.fast
 def test_carveout_preference_limits_blocks_and_sets_l1():
     """gemm: 64 KB + 1 KB reserved per block. Automatic: 3 blocks in the 196 KB step, L1 = 256 - 196 KB.
     100%: 228 KB of shared memory, still 3 blocks, L1 28 KB. 50% (114 KB snaps up to 132 KB): 2 blocks.
@@ -102,6 +106,7 @@ def test_carveout_changes_the_simulation():
 
 # --- contradictions: one line naming the flag -----------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("path, params, overrides, expected", [
     (GEMM, GEMM_SMALL, {"threads": 128}, "--threads 128: .*reads 'warp'.*expected 256 threads"),
     (GEMM, GEMM_SMALL, {"threads": 100}, "--threads 100: expected a multiple of 32"),
@@ -131,6 +136,7 @@ def test_contradicting_overrides_are_one_line(path, params, overrides, expected)
     assert "\n" not in message and len(message) < 400
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("overrides, expected", [
     ({"threads": True}, "--threads True: expected X"), ({"threads": 1.5}, "--threads 1.5: expected X"),
     ({"threads": (1, 2, 3, 4)}, "--threads 1,2,3,4: expected X"), ({"threads": ()}, "--threads"),
@@ -143,6 +149,7 @@ def test_api_types_checked_before_loading(overrides, expected):
         run(ROOT / "no-such-file.yaml", "h100", **overrides)
 
 
+@pytest.mark.fast
 def test_accepted_shapes_and_sizes():
     assert _kernel(GEMM, GEMM_SMALL, threads=256).launch.block == (256, 1, 1)
     assert _kernel(GEMM, GEMM_SMALL, threads=(128, 2)).launch.block == (128, 2, 1)  # same 8 warps
@@ -151,6 +158,7 @@ def test_accepted_shapes_and_sizes():
     assert _kernel(FMA, grid=(2, 3, 4)).launch.nblocks == 24  # `blocks` sets nothing but the grid
 
 
+@pytest.mark.fast
 def test_floored_launch_warning_goes_with_the_dimension_it_describes(tmp_path):
     path = tmp_path / "k.yaml"
     path.write_text("kernel: k\nparams: {n: 1000}\nbuffers:\n  x: {bytes: 4096}\nlaunch:\n  grid: [n / 256]\n"
@@ -160,6 +168,7 @@ def test_floored_launch_warning_goes_with_the_dimension_it_describes(tmp_path):
     assert any("launch.grid[0]" in w for w in _kernel(path, threads=128).warnings)
 
 
+@pytest.mark.fast
 def test_address_error_during_the_run_names_the_overrides(tmp_path):
     """A literal grid the program reads through gtid: a larger grid runs past the buffer, found as it runs."""
     path = tmp_path / "k.yaml"
@@ -171,6 +180,7 @@ def test_address_error_during_the_run_names_the_overrides(tmp_path):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.fast
 def test_dynamic_shared_memory_the_program_addresses(tmp_path):
     """Shared memory without a declared buffer (dynamic): a smaller --dynamic-smem is caught by the access check."""
     path = tmp_path / "k.yaml"
@@ -183,6 +193,7 @@ def test_dynamic_shared_memory_the_program_addresses(tmp_path):
 
 # --- traces ---------------------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ["k.traceg", "kernelslist.g"])
 @pytest.mark.parametrize("overrides, flag", [({"threads": 64}, "--threads 64"), ({"grid": 2}, "--grid 2"),
                                              ({"smem": 0}, "--smem 0"), ({"dynamic_smem": 0}, "--dynamic-smem 0")])
@@ -195,6 +206,7 @@ def test_trace_refuses_launch_shape_overrides(tmp_path, name, overrides, flag):
         run(path, "h100", sms=1, **overrides)
 
 
+@pytest.mark.fast
 def test_trace_takes_regs_and_carveout(tmp_path):
     trace = write(tmp_path / "k.traceg", VALID)
     (tmp_path / "kernelslist.g").write_text("k.traceg\n")

@@ -33,6 +33,7 @@ def _base(slice_name):
     return load_arch(mig_table()[part].base or part)
 
 
+@pytest.mark.fast
 def test_every_profile_in_the_guides_tables_is_listed():
     """Every profile in the guide's tables for the A100 (40 and 80 GB), H100, H200 and B200 is listed, and no
     other; parts the guide does not list (V100, T4, L40S, B300) have none."""
@@ -40,11 +41,13 @@ def test_every_profile_in_the_guides_tables_is_listed():
     assert {mig_table()[p].base or p for p in mig_parts()} | {"v100", "t4", "l40s", "b300"} == set(known_archs())
 
 
+@pytest.mark.fast
 def test_h100_slice_sms_are_nvidia_smis():
     """An H100 slice has the SMs `nvidia-smi mig -lgip` reports for its profile (3g.40gb: 60, 7g.80gb: all 132)."""
     assert {name: load_arch(f"h100:{name}").sms for name in H100_SMS} == H100_SMS
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("slice_name", SLICES)
 def test_a_slices_memory_is_its_memory_slices_share(slice_name):
     """A MIG slice's DRAM bandwidth, DRAM channels, L2 size, L2 slices and L2 bandwidth are its memory slices'
@@ -64,6 +67,7 @@ def test_a_slices_memory_is_its_memory_slices_share(slice_name):
     assert spec.memory.l2.size_bytes // spec.memory.l2.slices == full.memory.l2.size_bytes // full.memory.l2.slices
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("slice_name", SLICES)
 def test_a_slice_gets_whole_gpcs(slice_name):
     """A slice has its profile's SMs, at least one GPC per compute slice and enough of the part's GPCs to hold its
@@ -80,6 +84,7 @@ def test_a_slice_gets_whole_gpcs(slice_name):
     assert spec.name == slice_name and f"MIG {name}" in spec.full_name
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("part", sorted(GUIDE))
 def test_instances_fit_the_slices(part):
     """A profile's maximum instances never need more than the 7 compute slices or the 8 memory slices, and the
@@ -92,6 +97,7 @@ def test_instances_fit_the_slices(part):
     assert spec.memory.l2 == full.memory.l2 and spec.memory.dram.channels == full.memory.dram.channels
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("slice_name", ["h100:1g.10gb", "h100:3g.40gb", "a100-40gb:1g.5gb", "b200:7g.180gb",
                                         "h200:1g.35gb"])
 @pytest.mark.parametrize("threads, regs, smem", [(128, 32, 0), (256, 64, 48 * 1024), (1024, 255, 0),
@@ -104,6 +110,7 @@ def test_occupancy_on_a_slice_is_the_full_parts(slice_name, threads, regs, smem)
     assert on_slice == on_full
 
 
+@pytest.mark.fast
 def test_a_run_on_a_slice_uses_the_slices_sms():
     """A kernel runs on a slice; with more blocks than the slice has SMs it takes more waves (cycles) than on the
     full part, where they all fit at once."""
@@ -115,6 +122,7 @@ def test_a_run_on_a_slice_uses_the_slices_sms():
     assert on_slice.metrics["gpu_sim_cycle"] > on_full.metrics["gpu_sim_cycle"]
 
 
+@pytest.mark.fast
 def test_bad_profile_is_a_one_line_error_listing_the_valid_ones():
     """An unknown profile names the valid ones in one line; so does an unknown part."""
     with pytest.raises(ArchError) as err:
@@ -126,6 +134,7 @@ def test_bad_profile_is_a_one_line_error_listing_the_valid_ones():
         load_arch("x100:1g.10gb")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("arch", ["v100", "t4", "l40s", "b300"])
 def test_an_arch_without_mig_says_so(arch):
     """V100, T4, L40S and B300 have no MIG profiles: a slice of one is a one-line error saying so."""
@@ -155,6 +164,7 @@ def test_archs_mig_lists_the_profiles():
     assert p.returncode == 0 and "h100:3g.40gb" in p.stdout and "no MIG: b300, l40s, t4, v100" in p.stdout
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("table, expected", [
     ({"h100": {"product": "x", "profiles": {"2g.20gb": {"compute_slices": 3, "memory_slices": 2, "sms": 32,
                                                          "max_instances": 1}}}}, "expected a name '3g.<GB>gb'"),

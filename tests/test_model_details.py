@@ -26,6 +26,7 @@ def _kernel_file(tmp_path, program: str, block: int = 32, grid: int = 1, extra: 
 
 # --- mma.sync on Blackwell -------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("arch", ["b200", "b300"])
 def test_blackwell_hmma_runs_at_the_warp_mma_rate_below_the_tcgen05_peak(arch):
     """mma.sync (HMMA.16816) on Blackwell runs at tensor.warp_mma_flops_per_clock per sub-partition: hmma_peak
@@ -38,6 +39,7 @@ def test_blackwell_hmma_runs_at_the_warp_mma_rate_below_the_tcgen05_peak(arch):
     assert per_sm < 0.5 * 4 * tensor.dense_fp16_flops_per_clock
 
 
+@pytest.mark.fast
 def test_hmma_peak_comment_states_the_warp_mma_rate():
     """The workload's header explains mma.sync with warp_mma_flops_per_clock (683 x 4 = 2732 on Hopper), not the
     dense 4096 per SM that needs warpgroup MMA."""
@@ -57,6 +59,7 @@ def _opcode_warnings(result):
     return [w for w in result.warnings if "compute capability" in w]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("arch", ["v100", "t4", "a100", "l40s", "b200", "b300"])
 def test_warpgroup_mma_on_an_arch_without_it_is_refused(tmp_path, arch):
     """HGMMA (wgmma) exists on compute capability 9.x only: before Hopper and on Blackwell (tcgen05 instead) a
@@ -81,6 +84,7 @@ def test_hmma_16816_needs_sm_80(tmp_path, arch, warns):
                             f"anyway"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("arch", ARCH_NAMES)
 def test_tcgen05_needs_blackwell(tmp_path, arch):
     """UTCHMMA (tcgen05) needs compute capability 10.0: a YAML workload that uses it is refused in one line below
@@ -140,6 +144,7 @@ IF_ELSE = """  - {op: LDG.E, dst: v, addr: "x + gtid * 4"}
 """
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("case", ["divergence", "if_else"])
 def test_stack_and_its_issue_the_same_instructions(tmp_path, case):
     """Volta+ SASS has a BSSY before a branch that may diverge and a BSYNC where it reconverges, whichever way the
@@ -161,6 +166,7 @@ def test_stack_and_its_issue_the_same_instructions(tmp_path, case):
     assert 0 < mix.opcodes["BSYNC"] <= mix.opcodes["BSSY"]
 
 
+@pytest.mark.fast
 def test_divergence_counts_by_hand():
     """divergence.yaml per warp and trip: LDG, BSSY, BRA, BSYNC at 32 lanes and FMUL + STG, FADD + STG at 16;
     with EXIT: 4 trips give 33 warp-instructions and 4 x 192 + 32 = 800 thread-instructions per warp."""
@@ -172,6 +178,7 @@ def test_divergence_counts_by_hand():
 
 # --- launch dimensions that floor -------------------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_a_grid_that_floors_warns_with_field_expression_and_values():
     """gemm_tile128 with M=500: grid[1] = M / 128 = 3.90625 is floored to 3 blocks, which cover 384 of the 500
     rows; the run warns (it does not fail) and names the field, the expression and the values."""
@@ -192,6 +199,7 @@ def test_floored_grid_is_printed_by_the_cli():
         assert any(line.startswith("warning: ") and "launch.grid[1]" in line for line in proc.stderr.splitlines())
 
 
+@pytest.mark.fast
 def test_round_up_idiom_explicit_floor_and_exact_division_do_not_warn(tmp_path):
     """(n + d - 1) / d rounds up on purpose, // asks for the floor, and 512 / 128 is exact: no warning. A block
     dimension that floors warns like a grid dimension."""
@@ -206,6 +214,7 @@ def test_round_up_idiom_explicit_floor_and_exact_division_do_not_warn(tmp_path):
     assert "launch.block[0] = n / 7" in warning and "floored to 142 threads" in warning
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workloads").rglob("*.yaml")))
 def test_shipped_workloads_do_not_floor_at_their_defaults(path):
     assert load_workload(ROOT / path).warnings == ()
@@ -216,6 +225,7 @@ def test_shipped_workloads_do_not_floor_at_their_defaults(path):
 README_BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
 
 
+@pytest.mark.fast
 def test_readme_has_python_examples():
     assert len(README_BLOCKS) >= 2 and any("gpusim.run(" in block for block in README_BLOCKS)
 

@@ -21,6 +21,7 @@ def _summary(r):
 
 # --- hand-computed cases, one rule each -------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_v100_registers_and_warps_both_limit():
     """256 threads x 32 regs: 1024 regs/warp -> 16 warps per sub-partition -> 64 warps = 8 blocks = warp limit."""
     r = occupancy("v100", 256, 32)
@@ -28,6 +29,7 @@ def test_v100_registers_and_warps_both_limit():
     assert r.block_limit_shared_memory is None  # no shared memory, no reservation before cc 8.0
 
 
+@pytest.mark.fast
 def test_v100_carveout_snaps_up_to_a_supported_step():
     """25% of 96 KB = 24 KB snaps up to the 32 KB step; a 10000 B block allocates 10240 B (256 B granularity)."""
     r = occupancy("v100", 128, 32, 10000, carveout=25)
@@ -35,18 +37,21 @@ def test_v100_carveout_snaps_up_to_a_supported_step():
     assert r.blocks_per_sm == 3 and r.limiters == ("shared_memory",)
 
 
+@pytest.mark.fast
 def test_t4_half_size_sm():
     """cc 7.5: 32 warps per SM; 256 threads x 64 regs = 2048 regs/warp -> 8 warps per sub-partition = 4 blocks."""
     r = occupancy("t4", 256, 64)
     assert _summary(r) == (4, 32, 1.0, ("warps", "registers"))
 
 
+@pytest.mark.fast
 def test_t4_smallest_carveout_is_32k():
     """Turing has no 0 KB carveout: a 0% preference still configures 32 KB; a 20000 B block takes 20224 B."""
     r = occupancy("t4", 64, 32, 20000, carveout=0)
     assert r.shared_memory_per_sm == 32768 and r.allocated_smem_per_block == 20224 and r.blocks_per_sm == 1
 
 
+@pytest.mark.fast
 def test_a100_reservation_counts_even_without_shared_memory():
     """cc 8.0 reserves 1 KB per block: 164 KB / 1 KB = 164 blocks, far above the 32 block slots."""
     r = occupancy("a100", 32, 16)
@@ -54,6 +59,7 @@ def test_a100_reservation_counts_even_without_shared_memory():
     assert _summary(r) == (32, 32, 0.5, ("blocks",))
 
 
+@pytest.mark.fast
 def test_a100_register_allocation_unit_rounds_per_warp():
     """255 regs x 32 = 8160, rounded to 8192 per warp -> 2 warps per sub-partition -> 8 warps = 2 blocks of 4."""
     r = occupancy("a100", 128, 255)
@@ -61,12 +67,14 @@ def test_a100_register_allocation_unit_rounds_per_warp():
     assert _summary(r) == (2, 8, 0.125, ("registers",))
 
 
+@pytest.mark.fast
 def test_a100_block_exceeding_the_register_file_cannot_launch():
     """1024 threads x 65 regs: 2080 -> 2304 regs/warp x 32 warps = 73728 > 65536 per block."""
     r = occupancy("a100", 1024, 65)
     assert r.blocks_per_sm == 0 and r.limiters == ("registers",) and "73728" in r.reason
 
 
+@pytest.mark.fast
 def test_hardware_register_check_rounds_warps_up_to_sub_partitions():
     """288 threads (9 warps) x 176 regs: 5632 regs/warp; 9 warps fit the block limit (50688) but the hardware
     check assumes 12 warps (67584 > 65536)."""
@@ -75,23 +83,27 @@ def test_hardware_register_check_rounds_warps_up_to_sub_partitions():
     assert r.blocks_per_sm == 0 and "67584" in r.reason
 
 
+@pytest.mark.fast
 def test_per_thread_register_maximum():
     r = occupancy("h100", 32, 256)
     assert r.blocks_per_sm == 0 and "maximum of 255" in r.reason
 
 
+@pytest.mark.fast
 def test_l40s_warp_slots_limit():
     """cc 8.9: 48 warps per SM; 256-thread blocks -> 6 blocks."""
     r = occupancy("l40s", 256, 32)
     assert _summary(r) == (6, 48, 1.0, ("warps",))
 
 
+@pytest.mark.fast
 def test_l40s_shared_memory_with_reservation():
     """50 KB + 1 KB reserved = 52224 B per block; 100 KB per SM holds one."""
     r = occupancy("l40s", 128, 32, 50 * 1024)
     assert r.allocated_smem_per_block == 52224 and _summary(r)[:2] == (1, 4)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("arch", ["h100", "h200"])
 def test_hopper_carveout_preference(arch):
     """50% of 228 KB = 114 KB snaps up to 132 KB; 32 KB + 1 KB blocks -> 4 of them."""
@@ -99,28 +111,33 @@ def test_hopper_carveout_preference(arch):
     assert r.shared_memory_per_sm == 132 * 1024 and r.blocks_per_sm == 4
 
 
+@pytest.mark.fast
 def test_block_larger_than_preference_gets_the_smallest_step_that_holds_it():
     """10% (22.8 KB -> 32 KB) is too small for a 41 KB block, so the driver configures 64 KB: one block."""
     r = occupancy("h100", 128, 32, 40 * 1024, carveout=10)
     assert r.shared_memory_per_sm == 64 * 1024 and r.blocks_per_sm == 1
 
 
+@pytest.mark.fast
 def test_opt_in_maximum_per_block():
     assert occupancy("h100", 128, 32, 227 * 1024).blocks_per_sm == 1
     r = occupancy("h100", 128, 32, 227 * 1024 + 1)
     assert r.blocks_per_sm == 0 and r.limiters == ("shared_memory",) and "opt-in maximum" in r.reason
 
 
+@pytest.mark.fast
 def test_hopper_barrier_limit():
     """cc 9.0: 32 block slots x 2 = 64 barrier sets; blocks using 16 named barriers -> 4 blocks."""
     r = occupancy("h100", 64, 32, barriers_per_block=16)
     assert r.block_limit_barriers == 4 and _summary(r) == (4, 8, 0.125, ("barriers",))
 
 
+@pytest.mark.fast
 def test_barrier_limit_not_applied_before_hopper():
     assert occupancy("a100", 64, 32, barriers_per_block=16).block_limit_barriers is None
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("arch", ["b200", "b300"])
 def test_blackwell_full_occupancy(arch):
     r = occupancy(arch, 1024, 32)
@@ -129,12 +146,14 @@ def test_blackwell_full_occupancy(arch):
 
 # --- the seed's section 2.6.3 examples (H100, 64 KB shared memory per block) -----------------------------
 
+@pytest.mark.fast
 def test_seed_config_a():
     """Seed: 3 blocks, 24 warps, 37.5%. Correct: 64 KB + 1 KB reserved = 66560 B; 228 KB / 66560 = 3."""
     r = occupancy("h100", 256, 48, 64 * 1024)
     assert _summary(r) == (3, 24, 0.375, ("shared_memory",))
 
 
+@pytest.mark.fast
 def test_seed_config_b_is_shared_memory_bound_not_50_percent():
     """Seed says 8 blocks, 32 warps, 50% from registers alone; it forgets the 64 KB of shared memory each
     block still needs (plus the 1 KB reservation): 3 blocks x 4 warps = 12 warps = 18.75%."""
@@ -143,6 +162,7 @@ def test_seed_config_b_is_shared_memory_bound_not_50_percent():
     assert _summary(r) == (3, 12, 0.1875, ("shared_memory",))
 
 
+@pytest.mark.fast
 def test_seed_config_c_is_75_not_100_percent():
     """Seed says 4 blocks, 64 warps, 100%; the per-SM shared-memory limit allows 3 blocks of 16 warps = 75%."""
     r = occupancy("h100", 512, 32, 64 * 1024)
@@ -152,6 +172,7 @@ def test_seed_config_c_is_75_not_100_percent():
 
 # --- bad input ---------------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kwargs, message", [
     ({"threads_per_block": 0, "regs_per_thread": 32}, "threads_per_block"),
     ({"threads_per_block": -32, "regs_per_thread": 32}, "threads_per_block"),
@@ -299,11 +320,13 @@ def test_matches_cuda_occupancy_calculator(arch, occupancy_oracle):
 
 # --- the block-size advisor (cudaOccupancyMaxPotentialBlockSize) -----------------------------------------------
 
+@pytest.mark.fast
 def test_advisor_full_sm_at_the_largest_block():
     """32 regs: every size up to 1024 fills H100's 2048 threads; the first tried (1024) is kept; 2 x 132 SMs."""
     assert max_potential_block_size("h100", 32) == (264, 1024)
 
 
+@pytest.mark.fast
 def test_advisor_keeps_the_largest_block_of_the_best_occupancy():
     """48 regs: 1536 per warp, 10 warps per sub-partition, 40 warps per SM; 64 KB + 1 KB blocks: 3 per SM.
     From 1024 down, 640 threads (20 warps) x 2 blocks is the first size to reach 40 warps (416 x 3 = 39 warps and
@@ -313,12 +336,14 @@ def test_advisor_keeps_the_largest_block_of_the_best_occupancy():
     assert s.result.occupancy == 40 / 64 and s.result.limiters == ("registers",)
 
 
+@pytest.mark.fast
 def test_advisor_limit_is_tried_first_then_warp_steps():
     """A limit of 100: 100 threads (4 warps) x 16 = 1600, 96 x 21 = 2016, 64 x 32 = 2048 (full): stop there."""
     assert max_potential_block_size("h100", 32, block_size_limit=100) == (32 * 132, 64)
     assert max_potential_block_size("h100", 32, block_size_limit=5000) == (264, 1024)  # above the arch's maximum
 
 
+@pytest.mark.fast
 def test_advisor_variable_shared_memory():
     """8 bytes per thread (a reduction's buffer). A100, 64 regs: 32 warps per SM from the registers, reached
     first by one 1024-thread block (8 KB + 1 KB of shared memory); the sizes tried go 100, 96, 64 under a limit
@@ -329,12 +354,14 @@ def test_advisor_variable_shared_memory():
     assert sizes == [100, 96, 64]
 
 
+@pytest.mark.fast
 def test_advisor_nothing_resident():
     s = suggest_block_size("h100", 255, 300 * 1024)
     assert (s.min_grid_size, s.block_size) == (0, 0) and "opt-in maximum" in s.reason
     assert s.to_dict()["block_size"] == 0 and s.to_dict()["occupancy"] == 0.0
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("kwargs, message", [
     ({"regs_per_thread": 0}, "regs_per_thread"), ({"regs_per_thread": 32.0}, "integer"),
     ({"regs_per_thread": 32, "smem_per_block": -1}, "smem_per_block"),
@@ -389,6 +416,7 @@ def _random_advisor_cases(spec, rng, n):
         yield regs, base, per_thread, limit, carveout, barriers
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("arch", ARCH_NAMES)
 def test_advisor_matches_cuda_max_potential_block_size(arch, block_size_oracle):
     """60 random cases per architecture (480 in all; about half with shared memory a function of the block size):

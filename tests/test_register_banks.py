@@ -14,6 +14,8 @@ from gpusim.stats.per_instruction import PerInstructionRecorder
 
 from .conftest import ARCH_NAMES
 
+pytestmark = pytest.mark.fast  # every test here is quick (the -m fast tier)
+
 
 # --- the rule, as a pure function ------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from gpusim.sampling.plan import AUTO_THRESHOLD, hot_loops, make_plan, with_trip
 from gpusim.sampling.project import (additive, as_record, extrapolate, merge_decay, mib, project_line,
                                      with_decaying_merges)
 from gpusim.sampling.reuse import reuse_estimate, reuse_between_waves, shadow_capacity, with_shadow_traffic
+from gpusim.sampling import sampled_run
 from gpusim.workload import kernel_mix, load_workload
 
 from .conftest import ROOT, run_cli
@@ -467,7 +468,7 @@ def test_a_run_whose_waves_outgrow_the_l2_only_at_full_size_takes_dram_traffic_f
     assert result.metrics["gpusim__l2_capacity_bytes"] == full["gpusim__l2_capacity_bytes"]
     assert not any(k.startswith("gpusim__shadow") for k in result.metrics)
     assert violations(result.metrics, load_arch(str(arch))) == []  # the shadow's DRAM traffic within the peaks too
-    monkeypatch.setattr(api, "_shadow_for_runs", lambda *args: None)
+    monkeypatch.setattr(sampled_run, "shadow_for_runs", lambda *args: None)
     uncorrected = run(GEMM, str(arch), params=params, sms=4, sample="on")
     assert uncorrected.sampling["l2_reuse_between_waves"]["corrected"] is False
     assert any("projected DRAM traffic" in w for w in uncorrected.warnings)
@@ -501,7 +502,7 @@ def test_a_trips_plan_with_a_full_wave_sizes_its_shadow_l2_from_the_check_run(tm
     caveat = result.sampling["l2_reuse_between_waves"]
     assert caveat["corrected"] and caveat["estimate"]["from"] == "the check run"
     assert violations(result.metrics, load_arch(str(arch))) == []  # the shadow's DRAM traffic within the peaks too
-    monkeypatch.setattr(api, "_shadow_for_runs", lambda *args: None)
+    monkeypatch.setattr(sampled_run, "shadow_for_runs", lambda *args: None)
     uncorrected = run(GEMM, str(arch), params=params, sms=4, sample="on")
     assert "l2_reuse_between_waves" not in uncorrected.sampling  # (a trips plan's runs cannot tell by themselves)
     assert uncorrected.metrics["gpu_sim_cycle"] == result.metrics["gpu_sim_cycle"]
@@ -549,7 +550,7 @@ def test_the_accuracy_scripts_rows_option_refuses_a_label_it_does_not_have():
     (["--blocks", "5000"], "block_schedule.py: --blocks 5000: expected 1 to 64"),
     (["--stagger", "-3"], "block_schedule.py: --stagger -3: expected cycles >= 0"),
     (["--arch", "nosuch"], "block_schedule.py: unknown arch 'nosuch'"),
-    (["--sms", "0"], "block_schedule.py: --sms 0: expected 1 to 132 for h100"),
+    (["--sms", "0"], "block_schedule.py: --sms 0: expected an integer >= 1"),
 ])
 def test_the_block_schedule_script_refuses_bad_options_in_one_line(args, expected):
     """`validation/block_schedule.py` (where and when each block ran): a bad option is one line naming it and what
@@ -784,7 +785,7 @@ def test_a_staggered_plan_whose_short_runs_are_all_ramp_runs_its_loop_longer(mon
     import gpusim.api as api
 
     # no shorter spread to try (the pilot's trips as long as the whole pilot): the runs at 4 trips stay all ramp
-    monkeypatch.setattr(api, "trips_spread", lambda pilot_cycles, no_trip_cycles, trips: pilot_cycles)
+    monkeypatch.setattr(sampled_run, "trips_spread", lambda pilot_cycles, no_trip_cycles, trips: pilot_cycles)
     extended = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample="on")
     sampling = extended.sampling
     assert "at 4, 8 and 16 trips (from 2, 4 and 8: the run of 64 blocks at 4 trips" in sampling["detail"]

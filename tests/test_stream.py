@@ -25,6 +25,7 @@ def _trace(kernel, block=0, warp=0):
     return [(i.op, i.mask) for i in warp_stream(kernel, block, warp)]
 
 
+@pytest.mark.fast
 def test_if_else_runs_both_sides_under_complementary_masks_then_reconverges(tmp_path):
     """As Volta+ SASS: BSSY and BRA under the full mask, the two sides, BSYNC where the warp reconverges."""
     k = _kernel(tmp_path, '  - if: "lane % 2 == 0"\n    then: [{op: FMUL, dst: v}]\n    else: [{op: FADD, dst: v}]\n'
@@ -33,6 +34,7 @@ def test_if_else_runs_both_sides_under_complementary_masks_then_reconverges(tmp_
                          ("BSYNC", 0xFFFFFFFF), ("FFMA", 0xFFFFFFFF), ("EXIT", 0xFFFFFFFF)]
 
 
+@pytest.mark.fast
 def test_nested_if_inside_per_lane_loop(tmp_path):
     """loop count lane % 4: trip t runs lanes with lane % 4 > t; an inner if keeps only lanes < 16."""
     k = _kernel(tmp_path, '  - loop: "lane % 4"\n    body:\n      - {op: FADD, dst: v}\n'
@@ -44,6 +46,7 @@ def test_nested_if_inside_per_lane_loop(tmp_path):
         ("EXIT", 0xFFFFFFFF)]
 
 
+@pytest.mark.fast
 def test_uniform_if_does_not_diverge(tmp_path):
     k = _kernel(tmp_path, '  - if: "warp == 0"\n    then: [{op: FMUL, dst: v}]\n    else: [{op: FADD, dst: v}]\n',
                 block=64)
@@ -52,6 +55,7 @@ def test_uniform_if_does_not_diverge(tmp_path):
     assert _trace(k, 0, 1) == sync + [("FADD", 0xFFFFFFFF), ("BSYNC", 0xFFFFFFFF), ("EXIT", 0xFFFFFFFF)]
 
 
+@pytest.mark.fast
 def test_early_exit_and_predication(tmp_path):
     k = _kernel(tmp_path, '  - {exit: "lane >= 8"}\n  - {op: FADD, dst: v}\n  - {op: FMUL, dst: v, pred: "lane < 4"}\n'
                           '  - if: "lane < 2"\n    then: [{exit: true}]\n  - {op: FFMA, dst: v}\n')
@@ -59,11 +63,13 @@ def test_early_exit_and_predication(tmp_path):
                          ("EXIT", 0x03), ("BSYNC", 0xFC), ("FFMA", 0xFC), ("EXIT", 0xFC)]  # exited lanes skip BSYNC
 
 
+@pytest.mark.fast
 def test_partial_last_warp_and_all_lanes_exited(tmp_path):
     k = _kernel(tmp_path, "  - {exit: true}\n  - {op: FADD, dst: v}\n", block=40)
     assert _trace(k, 0, 1) == [("EXIT", 0xFF)]
 
 
+@pytest.mark.fast
 def test_addresses_match_hand_computed_lanes():
     """gemm A-tile load of block (x=1, y=2), warp 3, lane 5, repeat 1, K step 0 (M = N = K = 1024):
     tid = 3*32 + 5 = 101, chunk = 101 + 256 = 357, row = 357 // 4 = 89, 16-byte column = 357 % 4 = 1:
@@ -77,6 +83,7 @@ def test_addresses_match_hand_computed_lanes():
     assert first_ldg[1].width == 16 and first_ldg[1].space == "global"
 
 
+@pytest.mark.fast
 def test_swizzled_shared_tiles_are_a_permutation():
     """The gemm STS.128 swizzle writes each 16-byte chunk of a stage exactly once across the block."""
     k = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml", {"M": 128, "N": 128, "K": 32})
@@ -91,6 +98,7 @@ def test_swizzled_shared_tiles_are_a_permutation():
     assert set(seen.values()) == {1}
 
 
+@pytest.mark.fast
 def test_register_templates_resolve(tmp_path):
     k = _kernel(tmp_path, '  - {op: HMMA.16816.F32, dst: "c{rep}", src: ["a{rep / 2}", "c{rep}"], repeat: 3}\n')
     insts = list(warp_stream(k, 0, 0))[:3]
@@ -140,6 +148,7 @@ def _stream_mix(kernel):
     return warp_insts, thread_insts, byte_counts
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_counted_mix_equals_generated_streams(name):
     kernel = load_workload(ROOT / f"workloads/{name}.yaml", SMALL[name])
@@ -211,6 +220,7 @@ def _inst_key(inst):
     return (inst.op, warp, inst.block, inst.pc, inst.mask, tuple(inst.dst), tuple(inst.src), addrs)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_shared_block_walker_yields_what_each_warp_walks_alone(name):
     """BlockStreams walks a block once for all its warps where their control flow cannot differ; every
@@ -229,6 +239,7 @@ def test_shared_block_walker_yields_what_each_warp_walks_alone(name):
                     assert inst.address_key() == (base, (inst.addrs - base).tobytes()), (name, block, w, inst)
 
 
+@pytest.mark.fast
 def test_block_invariant_addresses_are_computed_once_per_kernel():
     """Shared-memory tile addresses read no per-block name: every block after the first reuses them; global
     addresses read block.x / block.y and are never cached."""
@@ -253,6 +264,7 @@ def _instr_nodes(program):
     return [n for n in found if n.addr is not None]
 
 
+@pytest.mark.fast
 def test_shared_block_walker_is_used_where_it_can_be(tmp_path):
     uniform = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml", {"M": 256, "N": 256, "K": 64})
     assert BlockStreams(uniform).shared
@@ -262,6 +274,7 @@ def test_shared_block_walker_is_used_where_it_can_be(tmp_path):
     assert not BlockStreams(partial).shared  # a partial last warp has its own mask
 
 
+@pytest.mark.fast
 def test_a_warps_queue_is_first_in_first_out_and_stays_at_most_twice_what_waits():
     """A block walker's per-warp queue (InstQueue, a list read from a moving head): what goes in comes out in order,
     and a warp that lags behind its block (its queue never quite empty) does not keep what it has already read."""

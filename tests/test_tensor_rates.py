@@ -37,6 +37,7 @@ def _tflops(spec, precision, sparse=False):
     return tensor_rate(spec, precision, sparse) * spec.sms * spec.clocks.tensor_mhz * 1e6 / 1e12
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ARCH_NAMES)
 def test_fp16_dense_rate_is_the_engines_peak(name):
     """The fp16 dense rate is sub_partitions x dense_fp16_flops_per_clock, the peak the timing table uses."""
@@ -46,6 +47,7 @@ def test_fp16_dense_rate_is_the_engines_peak(name):
     assert _tflops(spec, "fp16") == pytest.approx(spec.peak_fp16_tensor_tflops, rel=1e-12)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ARCH_NAMES)
 def test_derived_peaks_within_3_percent_of_nvidias_figures(name):
     """Every precision's rate x SMs x tensor clock is NVIDIA's dense figure within 3%, and the arch has exactly the
@@ -57,6 +59,7 @@ def test_derived_peaks_within_3_percent_of_nvidias_figures(name):
         assert _tflops(spec, precision) == pytest.approx(figure, rel=0.03), precision
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ARCH_NAMES)
 def test_rates_do_not_fall_as_precision_narrows(name):
     """Dense rates are non-decreasing as precision narrows on every arch that has them: tf32 <= fp16 = bf16 <= fp8
@@ -71,6 +74,7 @@ def test_rates_do_not_fall_as_precision_narrows(name):
         assert tensor_rate(spec, "int8") <= tensor_rate(spec, "int4")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ARCH_NAMES)
 def test_sparse_is_twice_dense(name):
     """Sparse = 2x dense for every precision with a sparse figure (the one exception, B300 FP4, is NVIDIA's own:
@@ -86,6 +90,7 @@ def test_sparse_is_twice_dense(name):
             assert sparse == 2 * tensor_rate(spec, precision), precision
 
 
+@pytest.mark.fast
 def test_absent_precisions_are_none_and_a_one_line_error():
     """A precision without a tensor path is None (FP8 on the A100, FP4 on the H100), and require_tensor_rate says
     so in one line naming the precisions the part has."""
@@ -102,6 +107,7 @@ def test_absent_precisions_are_none_and_a_one_line_error():
         tensor_rate(h100, "fp7")
 
 
+@pytest.mark.fast
 def test_precision_scale_is_the_factor_over_fp16():
     """precision_scale is the rate over the dense FP16 peak: FP8 2x and TF32 0.5x on Hopper, FP4 4x on the B200."""
     h100, b200 = load_arch("h100"), load_arch("b200")
@@ -110,6 +116,7 @@ def test_precision_scale_is_the_factor_over_fp16():
     assert precision_scale(b200, "fp4") == 4.0
 
 
+@pytest.mark.fast
 def test_rates_follow_a_what_if_on_the_fp16_peak():
     """Doubling dense_fp16_flops_per_clock (a what-if) doubles every precision's rate: they are read relative to
     the engine's FP16 peak."""
@@ -120,6 +127,7 @@ def test_rates_follow_a_what_if_on_the_fp16_peak():
         assert tensor_rate(faster, precision) == 2 * tensor_rate(spec, precision)
 
 
+@pytest.mark.fast
 def test_an_arch_without_a_rates_table_knows_fp16_dense_only():
     """A custom arch file without `rates` loads; its FP16 dense rate is the engine's peak and the rest is None."""
     data = read_yaml(arch_dir() / "h100.yaml")
@@ -129,6 +137,7 @@ def test_an_arch_without_a_rates_table_knows_fp16_dense_only():
     assert tensor_rate(spec, "fp16", sparse=True) is None
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("change, expected", [
     ({"fp16": {"dense": 2048, "sparse": 4096}}, "'pipelines.tensor.rates.fp16.dense' (line"),
     ({"fp8": {"dense": 8192, "sparse": 20000}}, "'pipelines.tensor.rates.fp8.sparse'"),
@@ -145,6 +154,7 @@ def test_bad_rates_are_one_line_errors(change, expected):
     assert expected in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("opcode, precision", [
     ("HMMA.884.F32.F32", "fp16"), ("HMMA.1688.F16", "fp16"), ("HMMA.16816.F32", "fp16"),
     ("HMMA.16816.F32.BF16", "bf16"), ("HMMA.1684.F32.TF32", "tf32"), ("HMMA.1688.F32.TF32", "tf32"),
@@ -169,6 +179,7 @@ def test_mma_precision(opcode, precision):
     assert mma_precision(opcode.lower()) == precision
 
 
+@pytest.mark.fast
 def test_every_mapped_precision_is_a_known_one():
     """mma_precision only ever answers with a precision the rates tables have a row for."""
     for base in ("HMMA", "HGMMA", "UTCHMMA", "IMMA", "IGMMA", "UTCIMMA", "QGMMA", "QMMA", "UTCQMMA", "OMMA",
@@ -177,6 +188,7 @@ def test_every_mapped_precision_is_a_known_one():
             assert mma_precision(base + mods) in PRECISIONS
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("opcode, sparse", [("HMMA.SP.16832.F32", True), ("IMMA.SP.16864.S8.S8", True),
                                             ("HMMA.16816.F32", False), ("SPHMMA", False)])
 def test_is_sparse(opcode, sparse):

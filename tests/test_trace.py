@@ -40,6 +40,7 @@ def _trace_totals(path: Path) -> tuple[int, int, int]:
 
 
 # --- the real trace --------------------------------------------------------------------------------------------
+@pytest.mark.fast
 @needs_vectoradd
 @pytest.mark.parametrize("arch", ["a100", "h100"])
 def test_vectoradd_counts_match_the_trace(arch):
@@ -63,6 +64,7 @@ def test_vectoradd_counts_match_the_trace(arch):
     assert result.simt == "trace"  # the record says the order came from the trace, not a SIMT model
 
 
+@pytest.mark.fast
 @needs_vectoradd
 def test_every_load_and_store_gets_its_addresses():
     """Loads read inside the two buffers the command list copies to the device; stores write the third."""
@@ -101,6 +103,7 @@ def test_trace_and_xz_trace_and_command_list_agree(tmp_path):
     assert plain["metrics"] == compressed["metrics"] == listed["metrics"]
 
 
+@pytest.mark.fast
 @needs_vectoradd
 def test_blocks_are_read_when_dispatched_not_up_front():
     kernel = load_trace(VECTORADD / "kernel-1.traceg")
@@ -197,6 +200,7 @@ def _chain(n: int) -> list[str]:
         [f"{16 * n:04x} ffffffff 0 EXIT 0 0 0"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("arch", ["v100", "a100", "h100", "b200"])
 def test_dependent_ffma_chain_from_a_trace_costs_the_fp32_latency(tmp_path, arch):
     """The trace front end feeds the same engine: 100 more dependent FFMAs cost 100 x the arch's FP32 latency."""
@@ -205,6 +209,7 @@ def test_dependent_ffma_chain_from_a_trace_costs_the_fp32_latency(tmp_path, arch
     assert long - short == 100 * load_arch(arch).pipelines.fp32.latency
 
 
+@pytest.mark.fast
 def test_zero_register_carries_no_dependency(tmp_path):
     """RZ (R255) is never written: FFMAs that only 'write' RZ do not wait on each other."""
     lines = [f"{16 * i:04x} ffffffff 1 R255 FFMA 3 R255 R3 R4 0 0" for i in range(64)] + ["0400 ffffffff 0 EXIT 0 0 0"]
@@ -226,11 +231,13 @@ def test_unknown_opcode_is_counted_and_listed_once(tmp_path):
     assert len(notes) == 1 and "FOOBAR.X (6 warp-inst)" in notes[0]
 
 
+@pytest.mark.fast
 def test_hopper_trace_knows_warpgroup_mma(tmp_path):
     lines = ["0000 ffffffff 1 R5 HGMMA.64x128x16.F32 2 R2 R3 0 0", "0010 ffffffff 0 EXIT 0 0 0"]
     assert run(write_trace(tmp_path / "k.traceg", [lines], version=90), "h100").unknown_opcodes == {}
 
 
+@pytest.mark.fast
 def test_predicated_off_memory_instruction_moves_no_data(tmp_path):
     lines = ["0000 00000000 1 R4 LDG.E 1 R2 4 0 0", "0010 ffffffff 1 R4 LDG.E 1 R2 4 1 0x10000 4 0",
              "0020 ffffffff 0 EXIT 0 0 0"]
@@ -305,6 +312,7 @@ def test_command_list_of_two_kernels_adds_them_up(tmp_path):
 
 
 # --- the address encodings -------------------------------------------------------------------------------------
+@pytest.mark.fast
 def test_the_three_address_modes_decode_hand_written_examples():
     # mode 0: every active lane listed (lanes 0, 2, 5)
     addrs, used = decode_addresses(0, ["0x100", "0x200", "0x300", "7"], 0b100101)
@@ -339,6 +347,7 @@ def test_list_and_delta_modes_round_trip(addrs, mask, mode):
     assert used == len(_encode(addrs, mask, mode))
 
 
+@pytest.mark.fast
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 31), st.integers(1, 32), st.integers(0, 2**40), st.integers(-4096, 4096))
 def test_stride_mode_round_trips_any_contiguous_run(first, length, base, stride):
@@ -351,6 +360,7 @@ def test_stride_mode_round_trips_any_contiguous_run(first, length, base, stride)
     assert list(decoded) == [a if mask >> i & 1 else 0 for i, a in enumerate(addrs)]
 
 
+@pytest.mark.fast
 def test_instruction_line_fields_and_line_numbers():
     t = parse_instruction("12 00a0 ffffffff 1 R4 LDG.E.128 1 R4 16 1 0x7000 16 0", 5, lineinfo=True)
     assert (t.pc, t.mask, t.dst, t.opcode, t.src, t.mem_width) == (0xA0, 0xFFFFFFFF, ("R4",), "LDG.E.128", ("R4",), 16)
@@ -362,6 +372,7 @@ def test_instruction_line_fields_and_line_numbers():
 
 
 # --- the opcode tables -----------------------------------------------------------------------------------------
+@pytest.mark.fast
 def test_each_family_table_extends_the_one_before():
     from gpusim.isa.opcodes import _TABLES
 
@@ -370,6 +381,7 @@ def test_each_family_table_extends_the_one_before():
         assert all(_TABLES[newer][k] == v for k, v in _TABLES[older].items())
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("opcode,family,pipeline,width", [  # family: the first one whose SASS has the opcode
     ("LDG.E.128", "volta", "ldst_global", 16), ("IMAD.WIDE", "volta", "int32", 0),
     ("HMMA.16816.F32", "volta", "tensor", 0), ("ISETP.GE.AND", "volta", "int32", 0),
@@ -385,16 +397,19 @@ def test_opcode_table_entries(opcode, family, pipeline, width):
         assert lookup(opcode, FAMILIES[FAMILIES.index(family) - 1]) is None  # introduced by this family
 
 
+@pytest.mark.fast
 def test_warpgroup_mma_flops_are_shared_by_four_warps():
     assert lookup("HGMMA.64x128x16.F32").mma_flops == 2 * 64 * 128 * 16 // 4
 
 
+@pytest.mark.fast
 def test_binary_versions_map_to_families():
     assert [family_of(v) for v in (70, 75, 80, 86, 89, 90, 100, 120)] == \
         ["volta", "turing", "ampere", "ampere", "ada", "hopper", "blackwell", "blackwell"]
     assert family_of(61) is None
 
 
+@pytest.mark.fast
 def test_trace_mix_counts_match_a_simulation(tmp_path):
     lines = ["0000 ffffffff 1 R2 LDS.U.128 1 R3 16 1 0x0 16 0", "0010 0000ffff 1 R2 FFMA 3 R2 R3 R4 0 0",
              "0020 ffffffff 0 BAR.SYNC 0 0 0", "0030 ffffffff 0 EXIT 0 0 0"]
@@ -454,6 +469,7 @@ def test_random_traces_round_trip_through_reader_and_engine(tmp_path_factory, wa
     assert m["smsp__thread_inst_executed.sum"] == grid * sum(mask.bit_count() for _, e in warps for mask, _ in e)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("version,lineinfo", [(4, False), (5, True), (6, False)])
 def test_tracer_versions_and_line_numbers(tmp_path, version, lineinfo):
     """Version 4 lines end after the addresses; 5 adds an immediate, 6 a second one; with -enable lineinfo = 1

@@ -16,6 +16,7 @@ PROMISED = ["gemm_tile128", "gemm_tile128_sync", "gemm_multistage", "gemm_hopper
             "microbench/latency_hiding", "microbench/occupancy_sweep"]
 
 
+@pytest.mark.fast
 def test_every_promised_workload_ships():
     assert sorted(f"workloads/{w}.yaml" for w in PROMISED) == SHIPPED
 
@@ -44,6 +45,7 @@ def test_gemm_show_table_mix_and_size():
     assert "tensor" in proc.stdout and "LDG.E.128" in proc.stdout
 
 
+@pytest.mark.fast
 def test_gemm_counts_by_hand():
     """Per warp and K step: 4 LDG + 4 STS + 2 BAR + 2 x (6 LDS + 16 HMMA) + 3 int + 1 BRA = 58; 128 steps,
     plus 3 set-up, 16 STG and EXIT: 7444 warp-instructions per warp."""
@@ -57,16 +59,19 @@ def test_gemm_counts_by_hand():
     assert mix.bytes[("global", "store")] == 4096 * 4096 * 4
 
 
+@pytest.mark.fast
 def test_overrides_change_the_launch():
     kernel = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml", {"M": 2048, "N": 1024})
     assert kernel.launch.grid == (8, 16, 1) and kernel.params["M"] == 2048
 
 
+@pytest.mark.fast
 def test_seed_launch_numbers_for_gemm():
     launch = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml").launch
     assert (launch.threads_per_block, launch.registers_per_thread, launch.smem_per_block) == (256, 48, 64 * 1024)
 
 
+@pytest.mark.fast
 def test_kv_decode_reads_exactly_the_seeds_kv_cache_formula():
     """KVCache = 2 x L x H_kv x D_head x Batch x SeqLen x dtype_bytes (seed 000), L = 1 per kernel."""
     params = {"batch": 2, "heads_q": 32, "heads_kv": 8, "d": 128, "seq": 4096}
@@ -77,6 +82,7 @@ def test_kv_decode_reads_exactly_the_seeds_kv_cache_formula():
         assert mix.bytes[("global", "load")] == kv_bytes + query_bytes, name
 
 
+@pytest.mark.fast
 def test_attention_naive_moves_s_and_p_through_global_memory_and_flash_does_not():
     small = {"seq": 256, "heads": 2}
     naive = kernel_mix(load_workload(ROOT / "workloads/attention_naive.yaml", small))
@@ -98,6 +104,7 @@ def _write(tmp_path: Path, text: str, name="bad.yaml") -> Path:
 GOOD_HEAD = "kernel: k\nlaunch: {grid: [1], block: [32], registers_per_thread: 32}\nprogram:\n"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("body, line, message", [
     ('  - {op: LDG.E, dst: r1, addr: "().__class__.__bases__[0]"}\n', 4, "not allowed"),
     ('  - {op: FFMA, dst: r1, src: [r1, "__import__(\'os\')"]}\n', 4, "is not a register name"),
@@ -111,14 +118,15 @@ GOOD_HEAD = "kernel: k\nlaunch: {grid: [1], block: [32], registers_per_thread: 3
     ("  - {op: FFMA, dst: r1, loop: 3}\n", 4, "exactly one of"),
     ("  - {op: FFMA, dst: r1\n", 5, "not valid YAML"),  # the parser notices at the end
 ])
-def test_bad_program_is_one_line_error_with_file_and_line(tmp_path, body, line, message):
-    path = _write(tmp_path, GOOD_HEAD + body)
+def test_bad_program_is_one_line_error_with_file_and_line(short_tmp_path, body, line, message):
+    path = _write(short_tmp_path, GOOD_HEAD + body)  # the message starts with the path, compared in full
     with pytest.raises(WorkloadError) as info:
         load_workload(path)
     msg = str(info.value)
     assert "\n" not in msg and msg.startswith(f"{path}:{line}") and message in msg, msg
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("text, message", [
     ("kernel: k\nprogram: [{op: FFMA}]\n", "missing key 'launch'"),
     ("kernel: k\nlaunch: {grid: [0], block: [32], registers_per_thread: 8}\nprogram: [{op: FFMA}]\n",
@@ -141,6 +149,7 @@ def test_bad_structure_is_one_line_error(tmp_path, text, message):
     assert str(info.value).startswith(str(path)) and message in str(info.value), str(info.value)
 
 
+@pytest.mark.fast
 def test_runtime_address_errors_name_file_and_line(tmp_path):
     from gpusim.workload import warp_stream
 
@@ -152,6 +161,7 @@ def test_runtime_address_errors_name_file_and_line(tmp_path):
         list(warp_stream(load_workload(path), 0, 0))
 
 
+@pytest.mark.fast
 def test_unknown_override_lists_the_parameters():
     with pytest.raises(WorkloadError, match=r"--set Q: unknown parameter \(this workload has: BK, K, M, N, STAGES, regs\)"):
         load_workload(ROOT / "workloads/gemm_tile128_sync.yaml", {"Q": 1})

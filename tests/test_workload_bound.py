@@ -15,10 +15,11 @@ from .conftest import ROOT
 
 SHIPPED = sorted(p for p in (ROOT / "workloads").rglob("*.yaml"))
 SLOW = 20_000_000  # warp-instructions: a default size past this takes a minute or more (sampled): -m slow
+SLOW_NAMED = {"gemm_hopper_ws"}  # fewer, but about a minute all the same (50 s alone on 2 idle cores): -m slow
 
 
 def _case(path, arch, unit):
-    big = kernel_mix(load_workload(path)).total_warp_insts > SLOW
+    big = kernel_mix(load_workload(path)).total_warp_insts > SLOW or path.stem in SLOW_NAMED
     return pytest.param(path, arch, unit, id=f"{path.stem}-{arch}", marks=[pytest.mark.slow] if big else [])
 
 

@@ -43,12 +43,14 @@ KEY_SECTIONS = [("Top-level keys", kernel.TOP_KEYS), ("buffers", kernel.BUFFER_K
                 ("loop", program.LOOP_KEYS), ("if", program.IF_KEYS), ("exit", program.EXIT_KEYS)]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("title, accepted", KEY_SECTIONS, ids=[t for t, _ in KEY_SECTIONS])
 def test_each_section_documents_exactly_the_keys_the_loader_accepts(title, accepted):
     """A section's key table lists every key the loader accepts there, and none it refuses."""
     assert key_table(section(title)) == set(accepted)
 
 
+@pytest.mark.fast
 def test_statement_kinds_are_documented():
     """The program section names each statement's keys as the loader's constants have them."""
     text = section("program")
@@ -68,6 +70,7 @@ def _env_names() -> set[str]:
     return {n for n in k.base_env(0, 0) if not n.startswith("__")}
 
 
+@pytest.mark.fast
 def test_every_built_in_name_is_documented():
     """Each built-in name (the loader's list and the names a warp's environment holds) is in the names table."""
     assert _env_names() == kernel.BUILTIN_NAMES
@@ -76,6 +79,7 @@ def test_every_built_in_name_is_documented():
         assert f"`{name}`" in table, name
 
 
+@pytest.mark.fast
 def test_every_function_and_operator_is_documented():
     """Each call the evaluator accepts is in the functions table; each operator in the expressions section."""
     calls = set(expr_operations.CALLS) | {expr.RAND}
@@ -89,6 +93,7 @@ def test_every_function_and_operator_is_documented():
         assert f"`{symbol}`" in text, symbol
 
 
+@pytest.mark.fast
 def test_every_width_modifier_is_documented():
     """Each modifier that sets a memory opcode's width is in the instructions section."""
     text = section("Instructions")
@@ -103,10 +108,12 @@ EXAMPLES = [block for block in re.findall(r"```yaml\n(.*?)```", DOC, re.S) if re
 QUOTED = {"scale": 8192, "gather": 1280, "control": 21, "overlap": 277, "triangle": 67, "transpose_tile": None}
 
 
+@pytest.mark.fast
 def test_the_doc_has_complete_examples():
     assert sorted(re.search(r"^kernel: (\w+)", e, re.M).group(1) for e in EXAMPLES) == sorted(QUOTED)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("text", EXAMPLES, ids=[re.search(r"^kernel: (\w+)", e, re.M).group(1) for e in EXAMPLES])
 def test_each_complete_example_loads_and_issues_the_count_quoted(text, tmp_path):
     """A complete example (a yaml block with `kernel:`) loads; its warp-instructions are the number quoted."""
@@ -126,6 +133,7 @@ def _example(name: str, tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.fast
 def test_control_example_masks_are_the_ones_listed(tmp_path):
     """The listing under the control example is what warp 0 issues: pc, opcode, mask."""
     listed = re.findall(r"^(0x[0-9a-f]{4})  (\S+) +(0x[0-9a-f]{8})", DOC, re.M)
@@ -134,6 +142,7 @@ def test_control_example_masks_are_the_ones_listed(tmp_path):
     assert issued == listed
 
 
+@pytest.mark.fast
 def test_overlap_example_issues_the_same_and_its_hides_the_load(tmp_path):
     """Both SIMT modes issue the same instructions; ITS runs the FMA side while the other waits (fewer cycles)."""
     path = _example("overlap", tmp_path)
@@ -202,6 +211,7 @@ BAD = {
 QUOTED_ERRORS = dict(re.findall(r"`error: ([a-z0-9_]+)\.yaml([^`]*)`", DOC))
 
 
+@pytest.mark.fast
 def test_every_quoted_error_has_its_file_here():
     assert set(QUOTED_ERRORS) == set(BAD)
 
@@ -221,15 +231,18 @@ def _message(path: Path) -> str:
     return "no error"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", sorted(BAD))
-def test_each_quoted_error_is_the_loaders_message(name, tmp_path):
+def test_each_quoted_error_is_the_loaders_message(name, short_tmp_path):
     """The doc's message for a mistake is, word for word, what gpusim says for it (paths cut to the name)."""
+    tmp_path = short_tmp_path  # the message's path is cut off whole: one short enough to be shown in full
     path = tmp_path / f"{name}.yaml"
     path.write_text(BAD[name])
     got = _message(path).replace(f"{tmp_path}/", "")
     assert got == f"{name}.yaml{QUOTED_ERRORS[name]}"
 
 
+@pytest.mark.fast
 def test_the_floor_warning_is_the_loaders(tmp_path):
     path = tmp_path / "floor.yaml"
     path.write_text(BASE.replace("grid: [n / 256]", "grid: [(n + 100) / 256]"))
@@ -267,9 +280,9 @@ def _walk(body):
             yield from _walk(node.orelse)
 
 
-def test_workload_new_refuses_to_overwrite_without_force(tmp_path):
+def test_workload_new_refuses_to_overwrite_without_force(short_tmp_path):
     """An existing file is kept and the error is one line naming it and --force; --force replaces it."""
-    path = tmp_path / "mine.yaml"
+    path = short_tmp_path / "mine.yaml"  # named in full in the message
     path.write_text("keep me\n")
     proc = run_cli("workload", "new", str(path))
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1
@@ -280,6 +293,7 @@ def test_workload_new_refuses_to_overwrite_without_force(tmp_path):
     assert path.read_text() == template_text(path)
 
 
+@pytest.mark.fast
 def test_workload_new_bad_paths_are_one_line_errors(tmp_path):
     """A directory or a path whose folder does not exist is a one-line error naming the path."""
     with pytest.raises(GpusimError, match="is a directory"):
@@ -288,6 +302,7 @@ def test_workload_new_bad_paths_are_one_line_errors(tmp_path):
         write_template(tmp_path / "missing" / "a.yaml")
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("file, name", [("saxpy.yaml", "saxpy"), ("my-kernel.v2.yaml", "my_kernel"),
                                         ("2d.yaml", "k_2d"), ("yes.yaml", "yes_kernel"), ("null.yml", "null_kernel")])
 def test_workload_new_names_the_kernel_after_the_file(file, name, tmp_path):
@@ -297,6 +312,7 @@ def test_workload_new_names_the_kernel_after_the_file(file, name, tmp_path):
     assert load_workload(path).name == name
 
 
+@pytest.mark.fast
 def test_workload_new_is_deterministic(tmp_path):
     """Two files written by `workload new` differ only in the kernel's name and the file's path."""
     a, b = write_template(tmp_path / "k1.yaml"), write_template(tmp_path / "k2.yaml")

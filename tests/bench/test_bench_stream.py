@@ -1,4 +1,5 @@
-"""Benchmarks (excluded from the default run; `python -m pytest -m benchmark tests/bench`)."""
+"""Benchmarks (excluded from the default run; `python -m pytest -m benchmark -n 0 tests/bench`: in one process,
+as timings need)."""
 
 import pytest
 
