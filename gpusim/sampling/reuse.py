@@ -15,9 +15,9 @@ keep, beside their L2, a shadow of it (its tags alone, the same slices and ways,
 exactly when it misses at full size (r n + W >= C' if and only if r N + W >= C), in every run. (A shadow sized for
 each run's own trips was tried and measured against full runs: the real-size GEMMs' DRAM bytes improved (the default
 4096^3 +7.7% -> +2.4% on h100, +14.2% -> -3.1% on a100, gemm_multistage +56.6% -> +14.7%), the two small 2 MiB-L2
-cases of tests/test_sampling.py broke (reads +5.8% -> -36%; writes exact -> -65%): the line through runs whose shadows
-differ in size carries the size in its slope. Not kept: a projection must stay linear in what it extrapolates.) The runs' timing is
-the L2's (a smaller L2 in the timed model itself was tried: DRAM right, cycles +9.9%, since a wave's writes arrive
+cases of tests/sampling/test_sampling.py broke (reads +5.8% -> -36%; writes exact -> -65%): the line through runs
+whose shadows differ in size carries the size in its slope. Not kept: a projection must stay linear in what it
+extrapolates.) The runs' timing is the L2's (a smaller L2 in the timed model itself was tried: DRAM right, cycles +9.9%, since a wave's writes arrive
 at once and a smaller L2 also lost what blocks share within a trip); the projected DRAM traffic is the shadow's:
 its misses as reads, its dirty evictions as writes, its dirty sectors at the end. r and W are estimated before
 the runs, from the pilot (the tail alone at a few trips), or where a plan has none from its check run (the whole
