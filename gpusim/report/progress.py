@@ -25,6 +25,27 @@ def duration(seconds: float) -> str:
     return f"{seconds / 86400:,.1f} days"
 
 
+def is_terminal(file) -> bool:
+    isatty = getattr(file, "isatty", None)
+    return bool(isatty()) if callable(isatty) else False
+
+
+def open_bar(file, description: str, fields: tuple[str, ...], total: int, completed: int = 0):
+    """(a started rich bar on `file`, its task): the description, the bar, the percentage and a text column per
+    name in `fields` (the caller sets them on update). Transient, refreshed only when the caller says; standard
+    output stays the program's own (`--json -`: the record)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress as Bar, TaskProgressColumn, TextColumn
+
+    bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(),
+              *(TextColumn(f"{{task.fields[{name}]}}", markup=False) for name in fields),
+              console=Console(file=file, force_terminal=True), transient=True, auto_refresh=False,
+              redirect_stdout=False, redirect_stderr=False)
+    bar.start()
+    task = bar.add_task(description, total=total or 1, completed=completed, **{name: "" for name in fields})
+    return bar, task
+
+
 class Progress:
     """Blocks retired of the total, the simulated cycle, warp-instructions per second and an ETA: from the
     counted instruction total where the run was given one, else from the blocks retired. `file` (default
@@ -34,8 +55,7 @@ class Progress:
                  plain_every: float = PLAIN_EVERY):
         self.file = sys.stderr if file is None else file
         if tty is None:
-            isatty = getattr(self.file, "isatty", None)
-            tty = bool(isatty()) if callable(isatty) else False
+            tty = is_terminal(self.file)
         self.tty, self.clock, self.delay, self.plain_every = tty, clock, delay, plain_every
         self._bar = None
         self.kernel, self.blocks, self.total, self.estimated = "", 0, None, False
@@ -86,17 +106,8 @@ class Progress:
         bar.refresh()
 
     def _open(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress as Bar, TaskProgressColumn, TextColumn
-
-        bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(),
-                  *(TextColumn(f"{{task.fields[{name}]}}", markup=False) for name in ("blocks", "cycle", "rate", "eta")),
-                  console=Console(file=self.file, force_terminal=True), transient=True, auto_refresh=False,
-                  redirect_stdout=False)  # standard output stays the program's own (`--json -`: the record)
-        bar.start()
-        task = bar.add_task(shown(self.kernel, 30), total=self.total or self.blocks or 1,
-                            blocks="", cycle="", rate="", eta="")
-        self._bar = (bar, task)
+        self._bar = open_bar(self.file, shown(self.kernel, 30), ("blocks", "cycle", "rate", "eta"),
+                             self.total or self.blocks or 1)
 
     def stop(self) -> None:
         """The run ended (or stopped): the bar goes."""
@@ -106,56 +117,51 @@ class Progress:
 
 
 class PointsProgress:
-    """A sweep's points done of the total and an ETA on stderr: a rich bar on a terminal, a plain line every few seconds
-    otherwise."""
+    """A sweep's points done of the total, those that failed and an ETA on stderr: a bar on a terminal, a plain line
+    every few seconds otherwise (as Progress)."""
 
-    def __init__(self, total: int, done: int, file=None):
+    def __init__(self, total: int, done: int, file=None, *, clock=time.monotonic, plain_every: float = PLAIN_EVERY):
         self.file = sys.stderr if file is None else file
-        isatty = getattr(self.file, "isatty", None)
-        self.tty = bool(isatty()) if callable(isatty) else False
         self.total, self.done, self.first, self.failed = total, done, done, 0
-        self.started = time.monotonic()
-        self.next_line = self.started + PLAIN_EVERY
-        self.bar = None
-        if self.tty:
-            from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
-
-            self.bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
-                                TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                                TimeRemainingColumn(), console=Console(file=self.file, force_terminal=True),
-                                transient=True, auto_refresh=False, redirect_stdout=False, redirect_stderr=False)
-            self.bar.start()
-            self.task = self.bar.add_task("sweep", total=total, completed=done, failed="")
+        self.clock = clock
+        self.started = clock()
+        self.next_line, self.plain_every = self.started + plain_every, plain_every
+        self._bar = open_bar(self.file, "sweep", ("points", "failed", "eta"), total, done) \
+            if is_terminal(self.file) else None
 
     def eta(self) -> float | None:
         ran = self.done - self.first
         if not ran:
             return None
-        return (self.total - self.done) * (time.monotonic() - self.started) / ran
+        return (self.total - self.done) * (self.clock() - self.started) / ran
 
     def advance(self, row: dict | None) -> None:
+        """A point finished (`row`: its row, whose `error` says whether it failed), or None: a tick while waiting."""
         if row is not None:
             self.done += 1
             self.failed += bool(row.get("error"))
-        if self.bar is not None:
-            self.bar.update(self.task, completed=self.done, failed=f"({self.failed} failed)" if self.failed else "")
-            self.bar.refresh()
-        elif time.monotonic() >= self.next_line and self.done < self.total:
-            self.next_line = time.monotonic() + PLAIN_EVERY
-            eta = self.eta()
+        eta = self.eta()
+        if self._bar is not None:
+            bar, task = self._bar
+            bar.update(task, completed=self.done, points=f"{self.done:,}/{self.total:,} points",
+                       failed=f"({self.failed} failed)" if self.failed else "",
+                       eta=f"ETA {'?' if eta is None else duration(eta)}")
+            bar.refresh()
+        elif self.clock() >= self.next_line and self.done < self.total:
+            self.next_line = self.clock() + self.plain_every
             failed = f", {self.failed} failed" if self.failed else ""
             print(f"gpusim sweep: {self.done:,} of {self.total:,} points{failed}, ETA "
                   f"{'?' if eta is None else duration(eta)}", file=self.file, flush=True)
 
     def stop(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-            self.bar = None
+        if self._bar is not None:
+            self._bar[0].stop()
+            self._bar = None
 
 
 class Silent:
+    """No progress shown (`--quiet`)."""
+
     def advance(self, row) -> None:
         pass
 
