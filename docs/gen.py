@@ -521,7 +521,7 @@ def _first_line(path: Path) -> str:
 
 
 PACKAGES = {  # what each package is, in a few words (its modules are listed from the tree)
-    "analytic": "pure functions", "arch": "architecture files", "calibrate": "arch files from measurements",
+    "analytic": "pure functions", "app": "applications on simpy", "arch": "architecture files", "calibrate": "arch files from measurements",
     "cli": "the command line", "engine": "the cycle-level engine", "isa": "the instruction set",
     "memory": "the memory hierarchy", "report": "tables and plots", "sampling": "sampled simulation",
     "stats": "counters and metrics", "sweep": "gpusim sweep", "trace": "NVBit traces", "workload": "the YAML workloads",

@@ -1,106 +1,27 @@
 """Frozen, validated descriptions of a GPU, built from arch/*.yaml.
 
 Every field carries a one-line description, a unit and its accepted range in its metadata (see
-`describe_fields`). Validators refuse booleans, NaN, infinities and values outside generous but finite
-ranges (the limits of plausible hardware, so a hostile file cannot make the engine hang or fill memory).
-Nothing here is a number about a particular GPU.
+`describe_fields`; the validators and `spec_field` are in gpusim.arch.fields). Validators refuse booleans, NaN,
+infinities and values outside generous but finite ranges (the limits of plausible hardware, so a hostile file
+cannot make the engine hang or fill memory). Nothing here is a number about a particular GPU.
 """
 
 from __future__ import annotations
-
-import re
 
 import attrs
 from attrs import validators as v
 
 from ..errors import shorten
+from .fields import (GIB, KIB, MAX_CYCLES, MIB, NumberRange, OrAbsent, TextLine, UnitFraction, count_range,
+                     number_range, power_of_two, spec_field)
+from .interconnect import InterconnectSpec
 
 __all__ = [
     "ArchSpec", "Clocks", "Structure", "SMSpec", "FrontendSpec", "SharedMemorySpec", "Pipeline", "TensorPipeline",
-    "TensorRate", "TensorRates", "TensorMemorySpec",
+    "TensorRate", "TensorRates", "TensorMemorySpec", "InterconnectSpec",
     "Pipelines", "L1Spec", "L2Spec", "DramSpec", "SmToSmSpec", "MemorySpec", "describe_fields",
+    "GIB", "KIB", "MAX_CYCLES", "MIB", "OrAbsent", "TextLine", "count_range", "number_range", "spec_field",
 ]
-
-
-KIB, MIB, GIB = 2**10, 2**20, 2**30
-MAX_CYCLES = 100_000  # every latency: far above any real part's, finite so a run stays bounded
-
-
-class _Range:
-    """A numeric field's validator: refuses booleans, NaN, infinities and values outside [lo, hi];
-    `text` states the range (the field's metadata carries it, so the schema shows it)."""
-
-    def __init__(self, lo, hi, *, integer: bool = True, lo_open: bool = False, power_of_two: bool = False):
-        self.lo, self.hi, self.integer, self.lo_open, self.power_of_two = lo, hi, integer, lo_open, power_of_two
-        span = f"{lo:,} to {hi:,}" if lo != hi else f"{lo:,}"
-        if power_of_two:
-            self.text = f"a power of two from {span}"
-        elif integer:
-            self.text = f"a positive integer up to {hi:,}" if lo == 1 else f"an integer from {span}"
-        else:
-            self.text = f"a positive number up to {hi:,}" if lo_open and lo == 0 else f"a number from {span}"
-        if power_of_two and lo == hi:
-            self.text = f"{lo}"
-
-    def __call__(self, instance, attribute, value):
-        kind = (int,) if self.integer else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kind):
-            raise ValueError(f"{attribute.name}: expected {'an integer' if self.integer else 'a number'}, "
-                             f"got {shorten(value)}")
-        above = value > self.lo if self.lo_open else value >= self.lo
-        if not (above and value <= self.hi) or (self.power_of_two and value & (value - 1)):
-            raise ValueError(f"{attribute.name}: expected {self.text}, got {shorten(value)}")
-
-
-def count_range(hi, lo=1):
-    """An integer in [lo, hi]."""
-    return _Range(lo, hi)
-
-
-def _pow2(hi, lo=1):
-    return _Range(lo, hi, power_of_two=True)
-
-
-def number_range(lo, hi):
-    """A finite float in [lo, hi], or in (0, hi] when lo is 0."""
-    return _Range(lo, hi, integer=False, lo_open=lo == 0)
-
-
-class OrAbsent:
-    """None, or what `inner` accepts."""
-
-    def __init__(self, inner, text: str | None = None):
-        self.inner, self.text = inner, text or f"{inner.text}, or absent"
-
-    def __call__(self, instance, attribute, value):
-        if value is not None:
-            self.inner(instance, attribute, value)
-
-
-class _Fraction(_Range):
-    def __init__(self):
-        super().__init__(0, 1, integer=False, lo_open=True)
-        self.text = "a fraction in (0, 1]"
-
-
-class TextLine:
-    """A one-line printable string of at most `limit` characters (it appears in messages and tables)."""
-
-    def __init__(self, limit: int, pattern: str | None = None, what: str = ""):
-        self.limit, self.pattern = limit, pattern and re.compile(pattern)
-        self.text = what or f"one line of at most {limit} printable characters"
-
-    def __call__(self, instance, attribute, value):
-        if not isinstance(value, str):
-            raise ValueError(f"{attribute.name}: expected a string, got {shorten(value)}")
-        if len(value) > self.limit or not value.isprintable() or (self.pattern and not self.pattern.fullmatch(value)):
-            raise ValueError(f"{attribute.name}: expected {self.text}, got {shorten(value)}")
-
-
-def spec_field(doc: str, unit: str = "", validator=None, **kw):
-    """An attrs field with its description, unit and (from the validator) the accepted range in metadata."""
-    valid_range = getattr(validator, "text", "")
-    return attrs.field(validator=validator, metadata={"doc": doc, "unit": unit, "range": valid_range}, **kw)
 
 
 @attrs.frozen
@@ -131,7 +52,7 @@ class SMSpec:
     sub_partitions: int = spec_field("processing blocks (SMSPs) per SM, each with its own scheduler", "count",
                                      count_range(16))
     warp_size: int = spec_field("threads per warp (the workload and trace models are 32 lanes wide)", "threads",
-                                _pow2(32, 32))
+                                power_of_two(32, 32))
     max_warps: int = spec_field("resident warp slots per SM", "warps", count_range(1024))
     max_threads: int = spec_field("resident threads per SM", "threads", count_range(32 * 1024))
     max_blocks: int = spec_field("resident thread-block slots per SM", "blocks", count_range(1024))
@@ -183,11 +104,11 @@ class SharedMemorySpec:
                                             count_range(16 * MIB))
     reserved_per_block_bytes: int = spec_field("shared memory the driver reserves per resident block", "bytes",
                                                count_range(64 * KIB, lo=0))
-    allocation_granularity_bytes: int = spec_field("per-block allocation granularity", "bytes", _pow2(64 * KIB))
+    allocation_granularity_bytes: int = spec_field("per-block allocation granularity", "bytes", power_of_two(64 * KIB))
     carveout_steps_kb: tuple[int, ...] = spec_field(
         "carveout sizes the driver snaps a preference up to, ascending", "KiB", _CarveoutSteps(), converter=tuple)
-    banks: int = spec_field("shared-memory banks", "banks", _pow2(1024))
-    bank_width_bytes: int = spec_field("bytes each bank serves per cycle", "bytes", _pow2(256))
+    banks: int = spec_field("shared-memory banks", "banks", power_of_two(1024))
+    bank_width_bytes: int = spec_field("bytes each bank serves per cycle", "bytes", power_of_two(256))
     unified_l1_bytes: int = spec_field("unified L1 data cache + shared memory capacity per SM", "bytes",
                                        count_range(16 * MIB))
     barriers_per_block_slot: int = spec_field("named-barrier sets per block slot (CTA barrier limit)", "barriers",
@@ -211,7 +132,7 @@ class SharedMemorySpec:
 class Pipeline:
     lanes: float = spec_field(
         "thread-operations per clock per sub-partition (0.5 = one warp-instruction per 64 clocks)", "lanes",
-        _Range(0.01, 1024, integer=False))
+        NumberRange(0.01, 1024, integer=False))
     latency: int = spec_field("dependent-issue latency (result ready after this many clocks)", "cycles",
                               count_range(MAX_CYCLES))
 
@@ -265,18 +186,18 @@ class TensorMemorySpec:
     """Tensor memory (TMEM, Blackwell sm_100): the per-SM accumulator memory of tcgen05 MMA, allocated by columns,
     read and written per warp through its sub-partition's chunk of lanes (gpusim.engine.asynchrony)."""
 
-    lanes: int = spec_field("rows of tensor memory (one 32-lane chunk per sub-partition)", "lanes", _pow2(1024))
-    columns: int = spec_field("32-bit columns of tensor memory per SM", "columns", _pow2(64 * KIB))
+    lanes: int = spec_field("rows of tensor memory (one 32-lane chunk per sub-partition)", "lanes", power_of_two(1024))
+    columns: int = spec_field("32-bit columns of tensor memory per SM", "columns", power_of_two(64 * KIB))
     allocation_columns: int = spec_field("smallest allocation (tcgen05.alloc takes a power of two of at least this)",
-                                         "columns", _pow2(64 * KIB))
+                                         "columns", power_of_two(64 * KIB))
     chunk_bytes_per_clock: int = spec_field("bytes one sub-partition's chunk moves per clock between tensor memory and "
                                             "registers (LDTM / STTM)", "B/clk", count_range(64 * KIB))
     access_latency: int = spec_field("cycles from an LDTM's last transfer to its registers being ready (an STTM's data "
                                      "written)", "cycles", count_range(MAX_CYCLES))
     mma_latency: int = spec_field("cycles from the end of a tcgen05 MMA's last step to its completion being seen "
                                   "(UTCBAR's mbarrier arrival)", "cycles", count_range(MAX_CYCLES))
-    mma_tile_m: int = spec_field("rows of one tcgen05 MMA step: a smaller M takes as long", "rows", _pow2(1024))
-    mma_tile_n: int = spec_field("columns of one tcgen05 MMA step: a smaller N takes as long", "columns", _pow2(1024))
+    mma_tile_m: int = spec_field("rows of one tcgen05 MMA step: a smaller M takes as long", "rows", power_of_two(1024))
+    mma_tile_n: int = spec_field("columns of one tcgen05 MMA step: a smaller N takes as long", "columns", power_of_two(1024))
     copy_bytes_per_clock: int = spec_field("bytes of shared memory an SM's tensor core reads per clock (UTCCP copies "
                                            "shared memory to tensor memory at this rate)", "B/clk",
                                            count_range(64 * KIB))
@@ -331,7 +252,7 @@ class Pipelines:
         "banks", count_range(64), default=2)
     register_bank_width_bits: int = spec_field(
         "bits one register bank delivers per thread per cycle (64: two 32-bit registers, so three source "
-        "registers in one bank cost one extra cycle)", "bits", _Range(32, 1024, power_of_two=True), default=64)
+        "registers in one bank cost one extra cycle)", "bits", NumberRange(32, 1024, power_of_two=True), default=64)
 
     @property
     def register_reads_per_bank(self) -> int:
@@ -356,8 +277,8 @@ MAX_L1_SETS, MAX_L2_SETS = 4096, MIB  # per SM / in all: 64x and 40x the largest
 
 @attrs.frozen
 class L1Spec:
-    line_bytes: int = spec_field("cache line (tag) size", "bytes", _pow2(4 * KIB, lo=16))
-    sector_bytes: int = spec_field("sector (fill) size", "bytes", _pow2(KIB, lo=4))
+    line_bytes: int = spec_field("cache line (tag) size", "bytes", power_of_two(4 * KIB, lo=16))
+    sector_bytes: int = spec_field("sector (fill) size", "bytes", power_of_two(KIB, lo=4))
     associativity: int = spec_field(f"ways per set (unified_l1_bytes / line_bytes / ways at most {MAX_L1_SETS:,} sets)",
                                     "ways", count_range(64 * KIB))
     hit_latency: int = spec_field("load-to-use latency of an L1 hit", "cycles", count_range(MAX_CYCLES))
@@ -374,8 +295,8 @@ class L1Spec:
 class L2Spec:
     size_bytes: int = spec_field("total L2 capacity", "bytes", count_range(GIB))
     slices: int = spec_field("address-interleaved L2 slices", "slices", count_range(1024))
-    line_bytes: int = spec_field("cache line (tag) size", "bytes", _pow2(4 * KIB, lo=16))
-    sector_bytes: int = spec_field("sector size", "bytes", _pow2(KIB, lo=4))
+    line_bytes: int = spec_field("cache line (tag) size", "bytes", power_of_two(4 * KIB, lo=16))
+    sector_bytes: int = spec_field("sector size", "bytes", power_of_two(KIB, lo=4))
     associativity: int = spec_field(f"ways per set (size_bytes / line_bytes / ways at most {MAX_L2_SETS:,} sets)",
                                     "ways", count_range(64 * KIB))
     hit_latency: int = spec_field("load-to-use latency of an L1 miss that hits in L2", "cycles",
@@ -404,9 +325,9 @@ class DramSpec:
     latency: int = spec_field("load-to-use latency of a load that misses L1 and L2", "cycles", count_range(MAX_CYCLES))
     channels: int = spec_field("independent channels the bandwidth is spread over", "channels", count_range(1024))
     read_efficiency: float = spec_field("fraction of the peak that streaming reads reach (refresh, page misses)",
-                                        "fraction", _Fraction())
+                                        "fraction", UnitFraction())
     write_efficiency: float = spec_field("fraction of the peak that write-backs reach (bus turnaround as well)",
-                                         "fraction", _Fraction())
+                                         "fraction", UnitFraction())
 
 
 @attrs.frozen
@@ -445,6 +366,10 @@ class ArchSpec:
     shared_memory: SharedMemorySpec = spec_field("per-SM shared memory", validator=v.instance_of(SharedMemorySpec))
     pipelines: Pipelines = spec_field("per-sub-partition execution units", validator=v.instance_of(Pipelines))
     memory: MemorySpec = spec_field("memory hierarchy", validator=v.instance_of(MemorySpec))
+    interconnect: InterconnectSpec | None = spec_field(
+        "host link, copy engines, NVLink and all-reduce bandwidth (applications' copies and collectives); absent: "
+        "not described", validator=OrAbsent(v.instance_of(InterconnectSpec), "a mapping of interconnect figures, "
+                                                                              "or absent"), default=None)
 
     def __attrs_post_init__(self):
         l1 = self.memory.l1

@@ -8,6 +8,7 @@ import argparse
 from ..errors import one_line, shorten
 from ..options import add_option_flags, parse_size, variables
 from ..version import __version__
+from .app_command import add_app_parser
 
 
 def json_path(text: str) -> str:
@@ -214,4 +215,5 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--out", metavar="RESULTS.json", default=None,
                      help="on a GPU: where to save the measured results (default: validate-DATE.json here)")
     val.add_argument("--jobs", type=int_arg(1), default=None, help="simulations at once (default: one per CPU)")
+    add_app_parser(sub)  # gpusim app run (gpusim.cli.app_command)
     return parser
