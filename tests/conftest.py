@@ -13,6 +13,13 @@ ROOT = Path(__file__).resolve().parents[1]
 ARCH_NAMES = ["v100", "t4", "a100", "l40s", "h100", "h200", "b200", "b300"]
 
 
+def kernel_workloads() -> list[Path]:
+    """The shipped kernel workloads (workloads/**/*.yaml but the applications in workloads/apps/ and the model
+    configs in workloads/models/, which are not kernels)."""
+    return sorted(p for p in (ROOT / "workloads").rglob("*.yaml")
+                  if p.relative_to(ROOT / "workloads").parts[0] not in ("apps", "models"))
+
+
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """Run `python -m gpusim ARGS` as a user would; return the completed process."""
     return subprocess.run([sys.executable, "-m", "gpusim", *args], capture_output=True, text=True,

@@ -29,11 +29,11 @@ from gpusim.arch.load import MAX_NUMBER_CHARS, MAX_YAML_BYTES, MAX_YAML_DEPTH, S
 from gpusim.arch.spec import ArchSpec, describe_fields
 from gpusim.workload.yamlio import WorkloadError, load_yaml_with_lines
 
-from tests.conftest import ARCH_NAMES, ROOT, run_cli
+from tests.conftest import ARCH_NAMES, ROOT, kernel_workloads, run_cli
 
 MESSAGE_LIMIT = 300
 H100 = (arch_dir() / "h100.yaml").read_text()
-WORKLOADS = sorted((ROOT / "workloads").rglob("*.yaml"))
+WORKLOADS = kernel_workloads()
 
 
 # Time limits: a case slower than its budget fails; a test's timeout mark (pytest-timeout) ends a hang, with the

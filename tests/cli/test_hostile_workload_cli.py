@@ -35,9 +35,9 @@ from gpusim.report.workload_show import mix_record
 from gpusim.workload import kernel_mix, load_workload, warp_stream
 from gpusim.workload import mix as mix_module
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, kernel_workloads, run_cli
 
-SHIPPED = sorted((ROOT / "workloads").rglob("*.yaml"))
+SHIPPED = kernel_workloads()
 HEADER = "launch: {grid: [1], block: [32], registers_per_thread: 16}\n"
 
 

@@ -11,7 +11,7 @@ from gpusim.api import run
 from gpusim.errors import GpusimError
 from gpusim.workload import kernel_mix, load_workload
 
-from tests.conftest import ARCH_NAMES, ROOT, run_cli
+from tests.conftest import ARCH_NAMES, ROOT, kernel_workloads, run_cli
 from tests.trace.test_trace import write_trace
 
 MB = ROOT / "workloads/microbench"
@@ -215,7 +215,7 @@ def test_round_up_idiom_explicit_floor_and_exact_division_do_not_warn(tmp_path):
 
 
 @pytest.mark.fast
-@pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workloads").rglob("*.yaml")))
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in kernel_workloads()))
 def test_shipped_workloads_do_not_floor_at_their_defaults(path):
     assert load_workload(ROOT / path).warnings == ()
 

@@ -7,10 +7,12 @@ import pytest
 
 from gpusim.workload import WorkloadError, kernel_mix, load_workload
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, kernel_workloads, run_cli
 
-SHIPPED = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workloads").rglob("*.yaml"))
-PROMISED = ["gemm_tile128", "gemm_tile128_sync", "gemm_multistage", "gemm_hopper_ws", "gemm_blackwell_umma", "flash_attention3", "vecadd", "reduction", "attention_naive", "flash_attention", "kv_decode", "kv_decode_naive",
+SHIPPED = sorted(str(p.relative_to(ROOT)) for p in kernel_workloads())
+PROMISED = ["gemm_tile128", "gemm_tile128_sync", "gemm_multistage", "gemm_hopper_ws", "gemm_blackwell_umma",
+            "flash_attention3", "vecadd", "reduction", "attention_naive", "flash_attention", "kv_decode",
+            "kv_decode_naive", "gemv", "rmsnorm", "swiglu",
             "microbench/fma_chain", "microbench/fma_peak", "microbench/hmma_peak", "microbench/divergence",
             "microbench/smem_stride", "microbench/pointer_chase", "microbench/stream", "microbench/coalescing",
             "microbench/latency_hiding", "microbench/occupancy_sweep"]

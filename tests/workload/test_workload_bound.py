@@ -11,9 +11,9 @@ from gpusim.stats.invariants import BOUND_FLOOR, UNIT_METRICS, busiest_unit
 from gpusim.workload.kernel import load_workload
 from gpusim.workload.mix import kernel_mix
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, kernel_workloads
 
-SHIPPED = sorted(p for p in (ROOT / "workloads").rglob("*.yaml"))
+SHIPPED = kernel_workloads()
 SLOW = 20_000_000  # warp-instructions: a default size past this takes a minute or more (sampled): -m slow
 SLOW_NAMED = {"gemm_hopper_ws"}  # fewer, but about a minute all the same (50 s alone on 2 idle cores): -m slow
 
