@@ -73,7 +73,7 @@ def test_a_lax_whole_chip_stream_matches_the_h200_as_the_exact_one_does(key):
     """The DRAM limit, every SM of an H200 streaming, stepped 64 cycles apart: the bandwidth the engine gives still
     matches what the H200 measured (validation/results/h200-2026-11-29.json) within the exact engine's tolerance
     (tests/test_hardware_validation.py), so never beats it by more."""
-    from .test_hardware_validation import RESULTS, TOLERANCE, compare
+    from tests.test_hardware_validation import RESULTS, TOLERANCE, compare
 
     plan = next(p for p in compare.comparison_plans(json.loads(RESULTS.read_text()), "h200") if p.key == key)
     metrics = [run(s.workload, "h200", sms=s.sms, params=dict(s.params), sync_window=64).metrics for s in plan.sims]

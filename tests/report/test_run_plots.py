@@ -173,7 +173,7 @@ def test_fixed_memory_leaves_out_the_memory_plot(tmp_path):
 
 def test_a_command_list_plots_its_first_kernel(tmp_path):
     """A kernelslist.g's plots show its first kernel (the one the recorder hears) and say so in their titles."""
-    from tests.test_trace import _chain, write_trace
+    from tests.trace.test_trace import _chain, write_trace
 
     write_trace(tmp_path / "kernel-1.traceg", [_chain(20)] * 4)
     write_trace(tmp_path / "kernel-2.traceg", [_chain(30)] * 4)
