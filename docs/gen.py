@@ -498,6 +498,68 @@ def table_vectoradd(opts) -> str:
     ])
 
 
+def _llm_examples(opts) -> list[dict] | None:
+    d = _load("llm-examples.json")
+    if d is None:
+        return None
+    wanted = opts.get("ids", "").split(",") if opts.get("ids") else None
+    return [e for e in d["examples"] if wanted is None or e["id"] in wanted]
+
+
+def table_llm(opts) -> str:
+    """`gpusim llm` estimates from validation/results/llm-examples.json: latencies against their floors."""
+    examples = _llm_examples(opts)
+    if examples is None:
+        return "(no record yet: `python validation/llm_examples.py`)\n"
+    rows = []
+    for e in examples:
+        gpus = f"{e['tp']} x {e['arch']}" if e["tp"] > 1 else e["arch"]
+        rows.append([f"`{e['command']}`", gpus, f"{e['batch']}", f"{e['prompt']:,}",
+                     f"{e['time_to_first_token_s'] * 1e3:,.2f}", f"{e['prefill_weight_flops'] / 1e12:,.0f}",
+                     f"{e['time_per_output_token_s'] * 1e3:,.3f}", f"{e['decode_floor_s'] * 1e3:,.3f}",
+                     f"{e['time_per_output_token_s'] / e['decode_floor_s']:.2f}",
+                     f"{e['allreduce_s'] * 1e3:,.3f}" if e["tp"] > 1 else "-", f"{e['tokens_per_s']:,.0f}"])
+    return _table(["command", "GPUs", "batch", "prompt", "TTFT ms", "prefill TFLOP/s", "TPOT ms", "DRAM floor ms",
+                   "TPOT / floor", "all-reduce ms a token", "tokens/s"], rows, "llrrrrrrrrr")
+
+
+def table_llm_kernels(opts) -> str:
+    """One example's kernels (validation/results/llm-examples.json), one phase: time per step and bound unit."""
+    examples = _llm_examples(opts)
+    if not examples:
+        return "(no record yet: `python validation/llm_examples.py`)\n"
+    e, phase = examples[0], opts.get("phase", "decode")
+    total = e["time_to_first_token_s"] if phase == "prefill" else e["time_per_output_token_s"]
+    layers = e["layers"]
+    rows = []
+    for k in e["kernels"]:
+        if k["phase"] != phase:
+            continue
+        runs = k["count"] * (layers if k["per"] == "layer" else 1)
+        step = k["seconds"] * runs
+        rows.append([k["name"], k["shape"], k["workload"].rsplit("/", 1)[-1], f"{k['seconds'] * 1e6:,.2f}",
+                     f"{runs:,}", f"{step * 1e3:,.3f}", f"{100 * step / total:.1f}%",
+                     f"{k['bound']} {k['bound_pct']:.0f}%"])
+    return _table(["kernel", "shape", "workload", "us each", "runs", "ms a step", "share", "bound"], rows,
+                  "lllrrrrl") + f"\n(`{e['command']}`.)\n"
+
+
+def table_llm_validation(opts) -> str:
+    """validation/results/inference.json: published inference numbers against gpusim llm's."""
+    d = _load("inference.json")
+    if d is None:
+        return "(no record yet: `python validation/inference.py`)\n"
+    rows = []
+    for r in d["rows"]:
+        sim = f"{r['simulated']:,.2f}" if "simulated" in r else f"error: {r['error']}"
+        ratio = f"{r['ratio']:.2f}" if "ratio" in r else "-"
+        rows.append([r["id"], r["metric"], f"{r['published']:,.2f}", sim, ratio, r["source"]])
+    mae = d["summary"]["mean_abs_error_pct"]
+    return _table(["row", "metric", "published", "gpusim", "ratio", "source"], rows, "llrrrl") + \
+        f"\nMean absolute error over {d['summary']['rows'] - d['summary']['failed']} rows: {mae:.1f}% " \
+        f"(`{d['command']}`, {d['date'][:10]}, {d['machine']}).\n"
+
+
 def table_accuracy(opts) -> str:
     return "| compared with | result |\n|---|---|\n" + table_microbench_short(opts) + table_sampling_short(opts) + \
         table_published_short(opts)
@@ -523,6 +585,7 @@ def _first_line(path: Path) -> str:
 PACKAGES = {  # what each package is, in a few words (its modules are listed from the tree)
     "analytic": "pure functions", "app": "applications on simpy", "arch": "architecture files", "calibrate": "arch files from measurements",
     "cli": "the command line", "engine": "the cycle-level engine", "isa": "the instruction set",
+    "llm": "transformer inference (gpusim llm)",
     "memory": "the memory hierarchy", "report": "tables and plots", "sampling": "sampled simulation",
     "stats": "counters and metrics", "sweep": "gpusim sweep", "trace": "NVBit traces", "workload": "the YAML workloads",
 }
@@ -563,7 +626,8 @@ TABLES = {"main-job-time": table_main_job_time, "accuracy": table_accuracy, "acc
           "microbench": table_microbench, "microbench-short": table_microbench_short,
           "published": table_published, "published-short": table_published_short,
           "sync-window": table_sync_window, "event_loop": table_event_loop, "sampling-spread": table_sampling_spread, "bench": table_bench,
-          "vectoradd": table_vectoradd}
+          "vectoradd": table_vectoradd, "llm": table_llm, "llm-kernels": table_llm_kernels,
+          "llm-validation": table_llm_validation}
 
 
 # --- executing a page --------------------------------------------------------------------------------------

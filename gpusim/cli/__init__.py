@@ -1,7 +1,7 @@
 """Command line: a thin layer over the library API. Errors are one line, never a traceback.
 
-`parser` holds the grammar, `run_command` the `run` command, `app_command` the `app` command, `commands` the
-others, `record` the JSON record.
+`parser` holds the grammar, `run_command` the `run` command, `app_command` the `app` command, `llm_command` the
+`llm` command, `commands` the others, `record` the JSON record.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from ..errors import GpusimError, one_line
 from .app_command import cmd_app
 from .commands import (cmd_archs, cmd_bench, cmd_calibrate, cmd_occupancy, cmd_sweep, cmd_validate,
                        cmd_workload)
+from .llm_command import cmd_llm
 from .parser import build_parser
 from .record import record_json
 from .run_command import VIOLATION_EXIT, cmd_run
 
 COMMANDS = {"bench": cmd_bench, "archs": cmd_archs, "occupancy": cmd_occupancy, "workload": cmd_workload,
             "run": cmd_run, "sweep": cmd_sweep, "calibrate": cmd_calibrate, "validate": cmd_validate,
-            "app": cmd_app}
+            "app": cmd_app, "llm": cmd_llm}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from ..errors import one_line, shorten
 from ..options import add_option_flags, parse_size, variables
 from ..version import __version__
 from .app_command import add_app_parser
+from .llm_command import add_llm_parser
 
 
 def json_path(text: str) -> str:
@@ -216,4 +217,5 @@ def build_parser() -> argparse.ArgumentParser:
                      help="on a GPU: where to save the measured results (default: validate-DATE.json here)")
     val.add_argument("--jobs", type=int_arg(1), default=None, help="simulations at once (default: one per CPU)")
     add_app_parser(sub)  # gpusim app run (gpusim.cli.app_command)
+    add_llm_parser(sub)  # gpusim llm (gpusim.cli.llm_command)
     return parser
