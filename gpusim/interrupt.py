@@ -23,8 +23,8 @@ def ignore_sigint() -> None:
 
 
 def dask_setup(worker=None) -> None:
-    """A Dask worker's preload hook (`preload=["gpusim.interrupt"]`): the worker ignores Ctrl-C, its parent (the
-    sweep) stops it; a worker restarted later ignores it too."""
+    """A Dask worker's preload calls this as it starts (gpusim.sweep.executors): the worker ignores Ctrl-C, its
+    parent (the sweep) stops it; a worker restarted later ignores it too."""
     if threading.current_thread() is threading.main_thread():
         ignore_sigint()
 

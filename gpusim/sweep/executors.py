@@ -152,8 +152,8 @@ def _local_cluster(jobs: int):
                           f"({_dask_failure(exc)})") from None
 
 
-# a worker preload: a worker restarted later ignores Ctrl-C too (gpusim.interrupt.dask_setup)
-_IGNORE_SIGINT = "gpusim.interrupt"
+# a worker preload (the text of a script, run as the worker starts): a worker restarted later ignores Ctrl-C too
+_IGNORE_SIGINT = "import gpusim.interrupt\ngpusim.interrupt.dask_setup()\n"
 
 
 def _close_quietly(thing) -> None:
