@@ -44,6 +44,10 @@ def add_llm_parser(sub) -> None:
 
 def cmd_llm(args) -> int:
     from ..llm import estimate
+    from ..report import plot_directory
+
+    if args.plot is not None:
+        plot_directory(args.plot)  # a directory that cannot be made is refused before minutes of simulation
 
     def announce(kernel) -> None:
         print(f"simulating {kernel.phase} {kernel.role}: {kernel.workload.rsplit('/', 1)[-1]} {kernel.shape}",

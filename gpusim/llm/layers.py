@@ -24,6 +24,8 @@ width and of the vocabulary.
   rows (the router's mean share) and run once per expert; in decode the experts a step touches
   (experts x (1 - (1 - k / experts)^batch), rounded up) run as one grouped GEMV over their rows. The router's own
   small GEMM is not simulated.
+* An LM head of more than LM_HEAD_SLICE_BYTES of weights a GPU runs as equal slices of its vocabulary, one
+  simulated and counted as many times (a slice adds only its start and end, about a microsecond).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class LayerKernel:
     params: dict
     shape: str  # what it computes, as the tables show it ("M=512 N=6144 K=4096")
     flop: float  # the useful FLOP of one run (the rounding's padding not counted)
-    count: int = 1  # runs per layer (per step for the LM head): the experts of an MoE layer
+    count: int = 1  # runs per layer (per step for the head): an MoE layer's experts, the LM head's slices
     per_layer: bool = True  # False: once per step (the final norm and the LM head)
     scale: float = 1.0  # what the simulated time is multiplied by (the causal fraction of prefill attention)
     notes: tuple = attrs.field(default=(), converter=tuple)  # the roundings, one line each

@@ -314,3 +314,12 @@ def test_the_commands_bad_input_is_one_line(args, message):
     proc = run_cli("llm", *args)
     assert proc.returncode != 0
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.fast
+def test_a_plot_directory_that_cannot_be_made_is_refused_before_simulating(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = run_cli("llm", "--model", "llama-3-8b", "--arch", "h100", "--plot", str(blocker))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "cannot create the directory" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
