@@ -39,13 +39,20 @@ _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
 
 # ----------------------------------------------------------------------------------------------- command-line text
 
-def parse_size(text: str) -> int:
-    """'65536', '64K', '64KB', '64KiB', '1M' -> bytes (K = 1024)."""
+def size_bytes(text: str) -> int | None:
+    """'65536', '64K', '64KB', '64KiB', '1M' -> bytes (K = 1024); None where the text is no byte count."""
     m = _SIZE.match(text)
     if not m:
+        return None
+    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+
+
+def parse_size(text: str) -> int:
+    """A byte count on the command line (see size_bytes); anything else is argparse's usage error."""
+    size = size_bytes(text)
+    if size is None:
         raise argparse.ArgumentTypeError(f"expected a byte count such as 49152, 48K or 1M, got '{text}'")
-    scale = {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
-    return int(m.group(1)) * scale
+    return size
 
 
 def parse_integer(text: str) -> int:
@@ -308,4 +315,4 @@ def reference_rows() -> list[tuple[str, str, str, str, str, str]]:
 __all__ = ["MAX_INSTRUCTIONS", "MAX_SYNC_WINDOW", "MEMORY_MODELS", "MIN_SAMPLE_TRIPS", "OptionInfo", "RunOptions",
            "SAMPLE_MODES", "SEED_MAX", "SIMT_MODES", "add_option_flags", "check_run_options",
            "check_sample_trips", "check_sync_window", "make_options", "option_info", "option_names",
-           "options_from_args", "parse_dims", "parse_integer", "parse_size", "reference_rows", "variables"]
+           "options_from_args", "parse_dims", "parse_integer", "parse_size", "reference_rows", "size_bytes", "variables"]

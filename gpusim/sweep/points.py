@@ -12,7 +12,7 @@ import re
 from typing import Any, Iterable
 
 from ..errors import GpusimError, one_line, shorten, shown
-from ..options import variables
+from ..options import size_bytes, variables
 
 
 SIZE_NAMES = ("launch.smem", "launch.dynamic_smem")  # values that may be written 48K, 64KB, 1M
@@ -24,9 +24,6 @@ OCCUPANCY = "sm__maximum_warps_per_active_cycle_pct"  # the theoretical occupanc
 LIMITER = "occupancy_limiter"  # the resource(s) that limit it, '+'-joined (gpusim.analytic.occupancy.LIMITERS)
 ERROR, WALL = "error", "wall_s"
 MAX_POINTS = 100_000
-
-_SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
-
 
 class SweepInterrupted(KeyboardInterrupt):
     """Ctrl-C during a sweep: the workers were stopped; `rows` are the finished rows (all in the output)."""
@@ -50,10 +47,9 @@ def parse_vary(text: str) -> tuple[str, list]:
 def _number(name: str, text: str, size: bool = False):
     """'64' -> 64, '0.5' -> 0.5, '48K' -> 49152 where sizes are allowed, anything else stays text."""
     text = text.strip()
-    if size:
-        m = _SIZE.match(text)
-        if m:
-            return int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    found = size_bytes(text) if size else None
+    if found is not None:
+        return found
     for cast in (int, float):
         try:
             value = cast(text)
