@@ -721,3 +721,27 @@ def test_generated_hostile_arch_files_large(case_dir, case):
 @given(case=hostile_workload())
 def test_generated_hostile_workload_yaml_large(case_dir, case):
     _check_workload_case(case_dir, case)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("line, value, field", [
+    ("pcie_generation: 5", "0", "pcie_generation"),
+    ("h2d_bandwidth_gbs: 51", "-51", "h2d_bandwidth_gbs"),
+    ("d2h_bandwidth_gbs: 52", "fast", "d2h_bandwidth_gbs"),
+    ("host_latency_us: 6", "-1", "host_latency_us"),
+    ("copy_engines: 3", "0", "copy_engines"),
+    ("nvlink_bandwidth_gbs: 450", "-450", "nvlink_bandwidth_gbs"),
+    ("nvswitch: true", "sometimes", "nvswitch"),
+    ("allreduce_bus_bandwidth_gbs: 478.87", "[1, 2]", "allreduce_bus_bandwidth_gbs"),
+])
+def test_a_bad_interconnect_field_is_one_line_naming_the_file_and_key(tmp_path, line, value, field):
+    """Every interconnect field refuses a value out of its range or of the wrong type, in one line naming the
+    file and the key."""
+    text = (ROOT / "arch" / "h100.yaml").read_text()
+    assert line in text
+    path = tmp_path / "h100x.yaml"
+    path.write_text(text.replace(line, f"{line.split(':')[0]}: {value}", 1))
+    with pytest.raises(GpusimError) as info:
+        load_arch(path)
+    message = str(info.value)
+    assert "\n" not in message and str(path) in message and f"interconnect.{field}" in message, message
