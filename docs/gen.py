@@ -331,18 +331,21 @@ def table_sampling_accuracy(opts) -> str:
         share = 100 * r["simulated"] / r["total"] if r.get("total") else 100
         out.append([r["label"], r["arch"], r["method"], f"{share:.0f}%", _n(r["cycles_full"]),
                     _n(r["cycles_sampled"]), _pct(r["cycles_err_pct"]), f"{r['error_estimate_pct']:.1f}%",
-                    _pct(r["dram_bytes_err_pct"]), f"{r['l2_hit_err_points']:+.1f} pt",
-                    f"{r['wall_full']:.0f} / {r['wall_sampled']:.0f} s"])
+                    _pct(r["dram_bytes_err_pct"]), f"{r.get('dram_error_estimate_pct', 0):.1f}%",
+                    f"{r['l2_hit_err_points']:+.1f} pt", f"{r['wall_full']:.0f} / {r['wall_sampled']:.0f} s"])
     return _table(["workload", "arch", "method", "simulated", "cycles full", "sampled", "error", "stated",
-                   "DRAM bytes", "L2 hit", "wall full / sampled"], out, "lllrrrrrrrr") + "\n" + \
+                   "DRAM bytes", "stated", "L2 hit", "wall full / sampled"], out, "lllrrrrrrrrr") + "\n" + \
         sampling_summary(rows) + "\n"
 
 
 def sampling_summary(rows) -> str:
     within = sum(abs(r["cycles_err_pct"]) <= 5 for r in rows)
     covered = sum(abs(r["cycles_err_pct"]) <= r["error_estimate_pct"] + 1e-9 for r in rows)
+    dram_within = sum(abs(r["dram_bytes_err_pct"]) <= 5 for r in rows)
+    dram_covered = sum(abs(r["dram_bytes_err_pct"]) <= r.get("dram_error_estimate_pct", 0) + 1e-9 for r in rows)
     return (f"{len(rows)} kernels: cycles within 5% of the full simulation on {within}, and the stated error "
-            f"covers the actual one on {covered}.")
+            f"covers the actual one on {covered}; DRAM bytes within 5% on {dram_within}, and their stated error "
+            f"covers the actual one on {dram_covered}.")
 
 
 def table_sampling_short(opts) -> str:

@@ -57,12 +57,14 @@ def reuse_between_waves(read_per_trip: float, wave_writes: float, capacity: floa
             "l2_capacity_bytes": round(capacity)}
 
 
-def reuse_estimate(metrics: dict, trips: int, blocks: int, wave_blocks: int) -> tuple[float, float]:
+def reuse_estimate(metrics: dict, trips: int, blocks: int, wave_blocks: int,
+                   no_trips: dict | None = None) -> tuple[float, float]:
     """(r, W) from a run of `blocks` blocks at `trips` trips made before the others (the pilot, or a trips plan's
     check run): its DRAM reads a trip, and the bytes it sent towards DRAM (written, or dirty in the L2 at its end)
     scaled from its blocks to a wave's. Its reads include what the program reads outside the loop, so r errs
-    high."""
-    read = metrics.get("dram__bytes_read.sum", 0) / max(1, trips)
+    high, unless `no_trips` (the same run at 0 trips: those reads alone) is given to take them off."""
+    outside = no_trips.get("dram__bytes_read.sum", 0) if no_trips else 0
+    read = max(0, metrics.get("dram__bytes_read.sum", 0) - outside) / max(1, trips)
     sent = bound_for_dram(metrics)
     return read, sent * wave_blocks / max(1, blocks)
 
@@ -71,11 +73,19 @@ def shadow_capacity(read_per_trip: float, wave_writes: float, capacity: int, tri
                     run_trips: list[int]) -> int:
     """The shadow L2's size for runs at `run_trips` trips of a hot loop of `trips` (0: none needed, the runs keep
     between waves what the full run keeps): C (r n + W) / (r N + W) for the fewest trips n, when the full run's
-    distance between reuses outgrows C and the most trips' does not."""
-    if not run_trips or reuse_between_waves(read_per_trip, wave_writes, capacity, trips, max(run_trips)) is None:
+    distance between reuses outgrows C and the fewest trips' does not (a run whose own distance outgrows C
+    forgets as the full run does, whatever its shadow)."""
+    if not run_trips or reuse_between_waves(read_per_trip, wave_writes, capacity, trips, min(run_trips)) is None:
         return 0
     fewest = bytes_between_reuses(read_per_trip, wave_writes, min(run_trips))
     return int(capacity * fewest / bytes_between_reuses(read_per_trip, wave_writes, trips))
+
+
+def run_shadow_capacity(read_per_trip: float, wave_writes: float, capacity: int, trips: int, run_trips: int) -> int:
+    """The shadow L2's size for one run at `run_trips` trips of a hot loop of `trips`: C (r n + W) / (r N + W) for
+    its own n (the L2's capacity where that is more)."""
+    own = bytes_between_reuses(read_per_trip, wave_writes, run_trips)
+    return int(min(capacity, capacity * own / bytes_between_reuses(read_per_trip, wave_writes, trips)))
 
 
 def with_shadow_traffic(metrics: dict) -> dict:
@@ -94,5 +104,5 @@ def with_shadow_traffic(metrics: dict) -> dict:
     return out
 
 
-__all__ = ["SHADOW_FOR", "bytes_between_reuses", "reuse_estimate", "reuse_between_waves", "shadow_capacity",
-           "with_shadow_traffic"]
+__all__ = ["SHADOW_FOR", "bytes_between_reuses", "reuse_estimate", "reuse_between_waves", "run_shadow_capacity",
+           "shadow_capacity", "with_shadow_traffic"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, with_trips
-from .project import (DIRTY_LARGEST, MAXIMUM, STEADY_STATE_VALUE, additive, as_record, extrapolate, merge_decay, mib,
-                      project_line, with_decaying_merges)
-from .reuse import bytes_between_reuses, reuse_between_waves, with_shadow_traffic
+from .project import (DIRTY_AT_END, DIRTY_LARGEST, MAXIMUM, STEADY_STATE_VALUE, additive, as_record, extrapolate,
+                      merge_decay, mib, project_line, ratios, with_decaying_merges)
+from .reuse import bytes_between_reuses, reuse_between_waves, run_shadow_capacity, with_shadow_traffic
 from .warm import FILL_UNCERTAINTY, factor, full_size
 from ..stats.declared import undeclared
 
@@ -127,15 +127,23 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         return project_line(per_wave, plan.full_waves) if len(per_wave) > 1 else per_wave[0][1]
 
     projected = projection_of(sums, warm_sums)
+    shadow_reads = 0.0  # the share of the projected DRAM bytes a shadow L2 gives (its reads), for the DRAM error
+    if l2 and len(by_wave) > 1:
+        projected = with_own_writes(projected, projection_of(own, warm_sums), own, sums, by_wave, l2["capacity"])
+    within_wave = within_wave_loss(own, sums, by_wave) if l2 and len(by_wave) > 1 else 0.0
+    dirty_unknown = 0.0  # the share of the DRAM bytes that what stays dirty at the end may move (see below)
+    if l2:
+        total = ratios(projected).get(DRAM_BYTES, 0.0)
+        shadow_reads = ratios(projected).get("dram__bytes_read.sum", 0.0) / total if total > 0 else 0.0
+        if len(by_wave) < 2 and total > 0:
+            # loop trips alone: no run of the tail alone says what the last wave leaves dirty in the full-size L2
+            # (gemm_tile128_sync 512x512x1024 on 4 SMs of an H100 given a 2 MiB L2: none of its C in 80 slices,
+            # 543 KiB of 768 in 4), so the writes are uncertain by up to a wave's
+            dirty_unknown = min(l2["capacity"], l2["wave_writes"]) / total
     noise_term = run_noise(projection_of, sums, warm_sums)
     fill_term = 0.0  # the error a misplaced fill point makes (warm only)
     if warm:
-        cold, hot = lines_of(sums, warm_sums)
-        cold_slope, warm_slope = (
-            (b.get("gpu_sim_cycle", 0) - a.get("gpu_sim_cycle", 0)) / (xb - xa) for (xa, a), (xb, b) in
-            (cold[-2:], hot[-2:]))
-        total = projected.get("gpu_sim_cycle", 0)
-        fill_term = abs(warm_slope - cold_slope) * FILL_UNCERTAINTY * warm["fill_at"] / total if total > 0 else 0.0
+        fill_term = fill_error(*lines_of(sums, warm_sums), warm["fill_at"], projected, "gpu_sim_cycle")
 
     record: dict = {"method": plan.method, "detail": plan.reason}
     steady, error = None, 0.0
@@ -166,12 +174,17 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         scale = projected.get("gpu_sim_cycle", 0) if warm else from_late
         trend = abs(from_late - from_early) / 2 / scale if scale > 0 else float("inf")
         error = trend + fill_term + noise_term
+        dram_trend = line_trend(sums, (p0, p1, p2), x, target, DRAM_BYTES)
         # settled: the cost per unit has stopped changing (the trend, with the fill's share), whatever the noise
         steady = {f"cycles_per_{unit}": [round(early, 1), round(late, 1)], f"{unit}s": [x[p0], x[p1], x[p2]],
                   "change": round(change, 4), "settled": trend + fill_term <= SETTLED,
                   "error_from_trend_pct": round(100 * trend, 2), "error_from_run_noise_pct": round(100 * noise_term, 2)}
     if not checks:
         error = fill_term + noise_term
+        dram_trend = 0.0
+    dram_error = dram_trend + (SHADOW_UNCERTAINTY + within_wave) * shadow_reads + dirty_unknown
+    if warm:
+        dram_error += fill_error(*lines_of(sums, warm_sums), warm["fill_at"], projected, DRAM_BYTES)
     if exact_warp_insts is not None:
         simulated = projected.get("smsp__inst_executed.sum", 0)
         off = abs(simulated - exact_warp_insts) / exact_warp_insts if exact_warp_insts else 0.0
@@ -206,6 +219,7 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         "steady_state": steady,
         **({"l2_merge_decay": round(decay, 3)} if plan.trips is not None else {}),  # merges a trip ~ trip ** -p
         "error_estimate_pct": round(100 * error, 2),
+        "dram_error_estimate_pct": round(100 * dram_error, 2),
         "exact": sorted({"smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "gpu_sim_insn",
                          "smsp__thread_inst_executed_per_inst_executed.ratio"} & set(metrics))
         if exact_warp_insts is not None else [],
@@ -242,6 +256,10 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
                      **entry}
         record["l2_reuse_between_waves"] = {
             **entry, "corrected": True, "shadow_l2_bytes": l2["shadow"],
+            **({"shadow_l2_bytes_by_trips": {str(p.trips): run_shadow_capacity(
+                l2["read_per_trip"], l2["wave_writes"], l2["capacity"], plan.trips, p.trips)
+                for p in by_wave[min(by_wave)]},
+                "shadow_within_wave_loss": round(within_wave, 4)} if len(by_wave) > 1 else {}),
             "estimate": {"from": l2["source"],
                          "dram_read_bytes_per_trip": round(l2["read_per_trip"]),
                          "wave_write_bytes": round(l2["wave_writes"])}}
@@ -261,6 +279,83 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
             f"the L2 in the runs but not at full size, so the projected DRAM traffic and L2 hit rate may be far off "
             f"(--sample off simulates in full)")
     return metrics, record, warnings
+
+
+DRAM_BYTES = "dram__bytes.sum"  # (additive: bytes bound for DRAM, see project.additive)
+WITHIN_WAVE_LOSS = 0.05  # a shadow reading this much more than its run's L2 where no wave came before: too small
+
+
+def within_wave_loss(own: dict, shadow: dict, by_wave: dict) -> float:
+    """How much more the shadow L2s read than their runs' own L2 in the runs of the tail alone (no wave before it,
+    so nothing to lose between waves: an excess is what the blocks of one wave share lost in a shadow with too
+    few sets in a slice; gemm_tile128_sync 1024x512x1024 on 4 SMs of an H100 given a 2 MiB L2 in 80 slices: +80%
+    at 8 trips, in a 1 MiB shadow, none at 16 in 1.3 MiB): the largest relative excess, 0 where there is none."""
+    worst = 0.0
+    for point in by_wave[min(by_wave)]:
+        mine = own[point].get("dram__bytes_read.sum", 0)
+        if mine > 0:
+            worst = max(worst, shadow[point].get("dram__bytes_read.sum", 0) / mine - 1.0)
+    return worst
+
+
+def fill_error(cold: list[tuple[float, dict]], warm: list[tuple[float, dict]], fill_at: float, projected: dict,
+               key: str) -> float:
+    """The relative error in `key` a fill point misplaced by FILL_UNCERTAINTY of it makes (warm.py): the difference
+    between the warm and the cold runs' slopes over that distance, against the projected count."""
+    cold_slope, warm_slope = ((b.get(key, 0) - a.get(key, 0)) / (xb - xa) for (xa, a), (xb, b) in
+                              (cold[-2:], warm[-2:]))
+    total = projected.get(key, 0)
+    return abs(warm_slope - cold_slope) * FILL_UNCERTAINTY * fill_at / total if total > 0 else 0.0
+
+
+def line_trend(sums: dict, runs: tuple, x: dict, target: float, key: str) -> float:
+    """Half the difference between projecting `key` to `target` from the later and from the earlier pair of the
+    three `runs` (in order of their coordinate `x`), against the later pair's projection: the cost a unit still
+    changing, times how far it is projected."""
+    p0, p1, p2 = runs
+    y0, y1, y2 = (sums[p].get(key, 0) for p in runs)
+    from_late = extrapolate(x[p1], y1, x[p2], y2, target)
+    from_early = extrapolate(x[p0], y0, x[p1], y1, target)
+    return abs(from_late - from_early) / 2 / from_late if from_late > 0 else 0.0
+
+
+# What the DRAM reads a shadow L2 gives are worth: a reuse across waves that the full run's L2 keeps or loses
+# depends on how many lines pass through its set between the two uses, against the set's ways, and the shadow stands
+# for that distance from an estimate (reuse.py). Measured against the full runs of the real-size GEMMs of
+# validation/results/sampling-accuracy.json (gemm_tile128 and gemm_multistage at 4096^3 on h100 and a100,
+# gemm_hopper_ws at 8192^3 on h100, gemm_blackwell_umma at 8192^3 on b200), their projected reads are -3.4% to
+# +11.7% off; the stated DRAM error takes 12% of the bytes the shadow gives, and as much again as the shadow loses
+# within a wave (within_wave_loss).
+SHADOW_UNCERTAINTY = 0.12
+
+
+def with_own_writes(sums: dict, own_sums: dict, own: dict, shadow: dict, by_wave: dict, capacity: int) -> dict:
+    """A plan sampling waves with a shadow L2: the projected additive sums with the DRAM writes those of the runs'
+    own L2 (what a kernel sends towards DRAM does not depend on the L2's size, but a small shadow evicts a line
+    between two writes to its sectors and writes it back twice: gemm_tile128 4096^3 on h100 sends 64 MiB of C,
+    its shadows' projection 67.6), less what stays dirty at the end: what the last wave leaves dirty in the full-size
+    L2: the L2's own dirty bytes at the end of the run of the tail alone at the most trips (it writes last, and
+    nothing passes through the L2 after it), and of the wave before it what the shadow keeps dirty at the end of the
+    run of both beyond the run of the tail alone (the wave's writes outlive the tail's reads in a shadow of the same
+    size exactly when they do in the full-size L2 at full size; a shadow, a fraction of the L2, cannot hold the
+    tail's own writes). `own_sums`: the projection of the runs' own L2; `own`, `shadow`: the runs' sums by point,
+    from their own L2 and from their shadow; `by_wave`: the projection points by full waves before the tail, each
+    in trip order."""
+    waves = sorted(by_wave)
+    tail, top = by_wave[waves[0]][-1], by_wave[waves[1]][-1]
+    survivors = max(0.0, shadow[top].get(DIRTY_LARGEST, 0.0) - shadow[tail].get(DIRTY_LARGEST, 0.0)) \
+        if top.trips == tail.trips else 0.0
+    last_wave = min(own[tail].get(DIRTY_LARGEST, 0.0) + survivors, capacity)
+    out = dict(sums)
+    read = out.get("dram__bytes_read.sum", 0.0)
+    bound = own_sums.get("dram__bytes_write.sum", out.get("dram__bytes_write.sum", 0.0))
+    out["dram__bytes_write.sum"] = bound
+    for key in ("dram__bytes.sum", "dram__bytes.sum.per_second"):  # (additive: bytes; see project.additive)
+        if key in out:
+            out[key] = read + bound
+    out[DIRTY_LARGEST] = out[DIRTY_AT_END] = last_wave
+    out["gpusim__l2_capacity_bytes"] = capacity  # (the full-size L2's, not the shadow's: ratios caps the dirty bytes)
+    return out
 
 
 def run_noise(projection_of, sums: dict, warm_sums: dict) -> float:

@@ -23,8 +23,9 @@ from ..workload import kernel_mix
 from . import parallel
 from .plan import Plan, Point, extend_trips, hot_loops, make_plan, midpoint_check, with_trips
 from .project import mib
-from .reuse import reuse_estimate, shadow_capacity
-from .runner import INSTRUCTION_CHECK, pilot_point, point_key, point_kernel, project, ramp_only, trips_spread
+from .reuse import bytes_between_reuses, reuse_estimate, run_shadow_capacity, shadow_capacity
+from .runner import (INSTRUCTION_CHECK, WITHIN_WAVE_LOSS, pilot_point, point_key, point_kernel, project, ramp_only,
+                     trips_spread)
 from .warm import warm_plan
 
 PREFLIGHT_STEPS = 200_000  # counting steps an instruction count spends at most (~0.1 s); beyond them it estimates
@@ -77,6 +78,9 @@ def sampling_unsettled(record: dict) -> str:
     if off > INSTRUCTION_CHECK:
         return f"the blocks are not alike (projected warp-instructions {off:.1%} off the exact count)"
     reuse = record.get("l2_reuse_between_waves")
+    if reuse and reuse.get("shadow_within_wave_loss", 0.0) > WITHIN_WAVE_LOSS:
+        return (f"the shadow L2 loses what the blocks of one wave share (its runs of the tail alone read "
+                f"{reuse['shadow_within_wave_loss']:.0%} more from DRAM than their own L2: too few sets a slice)")
     if reuse and not reuse.get("corrected") and "shadow_not_used" not in reuse:  # (not used: nothing lost between)
         return (f"the L2 keeps between waves in the reduced runs what it cannot at full size "
                 f"({mib(reuse['bytes_between_reuses_full'])} MiB pass between a wave's use of a line and the "
@@ -119,7 +123,7 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
 
     def reduced(point: Point, report=None, stop=None, watch=None, spread: int = 0) -> RunResult:
         return simulate(point_kernel(kernel, plan, point), block_limit=point.blocks, progress=report,
-                        interrupt=stop, observer=watch, stagger=spread, shadow_l2=l2["shadow"] if l2 else 0,
+                        interrupt=stop, observer=watch, stagger=spread, shadow_l2=run_shadow(l2, point, plan) if l2 else 0,
                         warm_l2=warm_from[0])
 
     def one(index: int, report=None, stop=None) -> RunResult:
@@ -147,7 +151,15 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
             if pilot_run.partial:
                 raise parallel.RunsInterrupted
             stagger = int(pilot_run.metrics["gpu_sim_cycle"])
-            l2 = shadow_for_runs(plan, pilot, pilot_run.metrics, points, "the pilot run")
+            if pilot.trips and outgrows_l2(plan, pilot, pilot_run.metrics):
+                # the pilot's reads a trip include what the program reads before its loop (a pipeline's prologue:
+                # 5 tiles read in gemm_tile128's 2 trips, against 2 in its loop); the same run at 0 trips reads
+                # that alone
+                short_run = reduced(attrs.evolve(pilot, trips=0), None, interrupt)
+                if short_run.partial:
+                    raise parallel.RunsInterrupted
+            l2 = shadow_for_runs(plan, pilot, pilot_run.metrics, points, "the pilot run",
+                                 short_run.metrics if short_run is not None else None)
             base[:] = pilot.blocks, pilot_run.metrics["smsp__inst_executed.sum"]
         elif plan.trips_over_waves:  # no pilot, but waves that may share data
             first = next((i for i, p in enumerate(points) if p.role == "check"), -1)
@@ -195,16 +207,18 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
         # blocks placed at their launch at once (their start spread longer than those trips: all ramp), or where
         # `auto` finds no steady state or a projection that breaks a physical limit (refine), while the loop has
         # the trips
-        midpoint_tried = False
+        midpoint_tried = spread_tried = False
         while not plan.trips_asked:
             why = ramp_only(points, results) if plan.staggered else None
-            if why and short_run is None and pilot is not None and pilot.trips:
+            if why and not spread_tried and pilot is not None and pilot.trips:
                 # all ramp: first the start spread of the pilot's trips alone, without its fixed start and end (the
                 # same run at 0 trips: an even count, as the plan's, so a ring of stages indexed from the loop's
                 # full count keeps its parity); the runs again at that spread where it is shorter
-                short_run = reduced(attrs.evolve(pilot, trips=0), None, interrupt)
-                if short_run.partial:
-                    raise parallel.RunsInterrupted
+                spread_tried = True
+                if short_run is None:
+                    short_run = reduced(attrs.evolve(pilot, trips=0), None, interrupt)
+                    if short_run.partial:
+                        raise parallel.RunsInterrupted
                 spread = trips_spread(stagger, short_run.metrics["gpu_sim_cycle"], pilot.trips)
                 if spread < stagger:
                     dropped += list(zip(points, results))
@@ -299,14 +313,35 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
                         violations=violations(metrics, spec))
 
 
-def shadow_for_runs(plan: Plan, first: Point, metrics: dict, points, source: str) -> dict | None:
+def run_shadow(l2: dict, point: Point, plan: Plan) -> int:
+    """The shadow L2's size for one reduced run (see reuse.py): where the plan samples waves too, the one for the
+    run's own trips (each run then forgets between waves as the full run does, and its DRAM reads stay linear in
+    the trips); in a plan of loop trips alone (every run the whole grid), the one of the fewest trips."""
+    if point.trips is None or len({p.waves for p in plan.points}) < 2:
+        return l2["shadow"]
+    return run_shadow_capacity(l2["read_per_trip"], l2["wave_writes"], l2["capacity"], plan.trips, point.trips)
+
+
+def outgrows_l2(plan: Plan, first: Point, metrics: dict) -> bool:
+    """Whether, by the numbers of the run made `first` (its reads a trip erring high), the full run's distance
+    between a wave's use of a line and the next wave's exceeds the L2 (see sampling.reuse)."""
+    capacity = metrics.get("gpusim__l2_capacity_bytes", 0)
+    if not plan.trips_over_waves or not capacity:
+        return False
+    read, writes = reuse_estimate(metrics, first.trips or plan.trips, first.blocks, plan.wave_blocks)
+    return bytes_between_reuses(read, writes, plan.trips) > capacity
+
+
+def shadow_for_runs(plan: Plan, first: Point, metrics: dict, points, source: str,
+                    no_trips: dict | None = None) -> dict | None:
     """The shadow L2 the plan's runs keep where the numbers of the run made `first` (the pilot, or a trips plan's
     check run: `source`) say the waves' shared data outlives a wave in the runs' L2 but not in the full run's
-    (None: no shadow); see sampling.reuse."""
+    (None: no shadow); see sampling.reuse. `no_trips`: the same run's metrics at 0 trips, whose reads are not
+    a trip's."""
     capacity = metrics.get("gpusim__l2_capacity_bytes", 0)
     if not plan.trips_over_waves or not capacity:
         return None
-    read, writes = reuse_estimate(metrics, first.trips or plan.trips, first.blocks, plan.wave_blocks)
+    read, writes = reuse_estimate(metrics, first.trips or plan.trips, first.blocks, plan.wave_blocks, no_trips)
     size = shadow_capacity(read, writes, capacity, plan.trips, [p.trips for p in points if p.trips is not None])
     if not size:
         return None

@@ -445,25 +445,35 @@ def test_the_shadow_l2_size_keeps_the_full_runs_reuse_distance():
     assert with_shadow_traffic({"dram__bytes_read.sum": 1}) == {"dram__bytes_read.sum": 1}  # no shadow: as it is
 
 
-def test_a_run_whose_waves_outgrow_the_l2_only_at_full_size_takes_dram_traffic_from_a_shadow_l2(tmp_path,
-                                                                                               monkeypatch):
-    """gemm_tile128 1024x512x1024 on 4 SMs of an H100 given a 2 MB L2: 2.2 MiB pass between a wave's reuses at
-    full size (32 trips), 1.5 MiB in the runs at 16. The pilot says so, the runs keep a shadow L2 of 0.8 MiB, and
-    the projected DRAM traffic is the shadow's, with the cycles the same and no warning. Measured against the full
-    run: reads +5.8% (the runs' own L2: +9.7%), writes +13.7% (-8.8%: this small case's writes do not need it; the
-    default-size GEMM's do, +0.6% against -58%)."""
+def small_l2_arch(tmp_path, slices: int = 80):
+    """An H100 given a 2 MiB L2 of `slices` slices (a 4-SM GPU's share of the L2 is about 4 slices)."""
     import re
 
+    arch = tmp_path / f"h100-2mb-l2-{slices}.yaml"
+    text = re.sub(r"size_bytes: 52428800\b", "size_bytes: 2097152", (ROOT / "arch/h100.yaml").read_text())
+    arch.write_text(re.sub(r"slices: 80\b", f"slices: {slices}", text))
+    return arch
+
+
+def test_a_run_whose_waves_outgrow_the_l2_only_at_full_size_takes_dram_traffic_from_a_shadow_l2(tmp_path,
+                                                                                               monkeypatch):
+    """gemm_tile128_sync 1024x512x1024 on 4 SMs of an H100 given a 2 MiB L2 of 4 slices: 2.2 MiB pass between a
+    wave's reuses at full size (32 trips), 1.5 MiB in the runs at 16. The pilot says so, each run keeps a shadow L2
+    sized for its own trips, and the projected DRAM reads are the shadows', the writes the runs' own L2's less what
+    the last waves leave dirty, with the cycles the same and no warning. Measured against the full run: DRAM bytes
+    +9.1% (reads +14.0%, writes -6.4%) against a stated DRAM error of 9.5%; the runs' own L2 alone: reads -33%."""
     import gpusim.api as api
 
-    arch = tmp_path / "h100-2mb-l2.yaml"
-    arch.write_text(re.sub(r"size_bytes: 52428800\b", "size_bytes: 2097152", (ROOT / "arch/h100.yaml").read_text()))
+    arch = small_l2_arch(tmp_path, slices=4)
     params = dict(M=1024, N=512, K=1024)
     full = run(GEMM, str(arch), params=params, sms=4, sample="off").metrics
     result = run(GEMM, str(arch), params=params, sms=4, sample="on")
     caveat = result.sampling["l2_reuse_between_waves"]
     assert caveat["corrected"] and 0 < caveat["shadow_l2_bytes"] < caveat["l2_capacity_bytes"] == 2_097_152
     assert caveat["bytes_between_reuses_reduced"] < 2_097_152 < caveat["bytes_between_reuses_full"]
+    by_trips = caveat["shadow_l2_bytes_by_trips"]  # one size a run: larger with its trips
+    assert list(by_trips.values()) == sorted(by_trips.values()) and len(set(by_trips.values())) == len(by_trips)
+    assert caveat["shadow_within_wave_loss"] <= 0.05
     assert not any("DRAM" in w for w in result.warnings)
     assert result.metrics["gpusim__l2_capacity_bytes"] == full["gpusim__l2_capacity_bytes"]
     assert not any(k.startswith("gpusim__shadow") for k in result.metrics)
@@ -473,14 +483,32 @@ def test_a_run_whose_waves_outgrow_the_l2_only_at_full_size_takes_dram_traffic_f
     assert uncorrected.sampling["l2_reuse_between_waves"]["corrected"] is False
     assert any("projected DRAM traffic" in w for w in uncorrected.warnings)
     assert uncorrected.metrics["gpu_sim_cycle"] == result.metrics["gpu_sim_cycle"]  # the shadow does not time
-    reads, writes = "dram__bytes_read.sum", "dram__bytes_write.sum"
-    assert rel(result.metrics[reads], full[reads]) <= 0.08
+    reads, writes, dram = "dram__bytes_read.sum", "dram__bytes_write.sum", "dram__bytes.sum"
     assert rel(result.metrics[reads], full[reads]) < rel(uncorrected.metrics[reads], full[reads])
-    assert rel(result.metrics[writes], full[writes]) <= 0.2
+    assert rel(result.metrics[writes], full[writes]) <= 0.1
+    assert 100 * rel(result.metrics[dram], full[dram]) <= result.sampling["dram_error_estimate_pct"]
     # what --sample auto weighs (this small kernel's cycles a trip have not settled either; that aside): an uncorrected
     # projection is run in full where that is quick, a corrected one stands
     assert "L2 keeps between waves" in api.sampling_unsettled(uncorrected.sampling | {"steady_state": None})
     assert api.sampling_unsettled(result.sampling | {"steady_state": None}) == ""
+
+
+def test_a_shadow_l2_too_small_to_keep_what_a_wave_shares_is_named_and_widens_the_dram_error(tmp_path):
+    """The same kernel with its 2 MiB L2 in 80 slices (an H100's count): the shadow of a run at 8 trips, 1 MiB,
+    has 6 sets a slice and reads 80% more than its run's own L2 where no wave came before (the tail alone), so its
+    DRAM reads are not the full run's (-34%): the record says so, `auto` would not let it stand, and the stated
+    DRAM error covers it."""
+    import gpusim.api as api
+
+    arch = small_l2_arch(tmp_path)
+    params = dict(M=1024, N=512, K=1024)
+    full = run(GEMM, str(arch), params=params, sms=4, sample="off").metrics
+    result = run(GEMM, str(arch), params=params, sms=4, sample="on")
+    loss = result.sampling["l2_reuse_between_waves"]["shadow_within_wave_loss"]
+    assert loss > 0.05
+    assert "loses what the blocks of one wave share" in api.sampling_unsettled(result.sampling | {"steady_state": None})
+    dram = "dram__bytes.sum"
+    assert 100 * rel(result.metrics[dram], full[dram]) <= result.sampling["dram_error_estimate_pct"]
 
 
 def test_a_trips_plan_with_a_full_wave_sizes_its_shadow_l2_from_the_check_run(tmp_path, monkeypatch):
