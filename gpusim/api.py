@@ -24,7 +24,7 @@ from .sampling.sampled_run import (PREFLIGHT_STEPS, longer_trips, run_sampled, s
 from .stats.invariants import violations
 from .stats.metrics import combine_metrics, kernel_metrics
 from .trace import TraceKernel, is_command_list, is_trace, load_trace, read_command_list
-from .trace.mix import trace_mix
+from .trace.mix import stated_mix
 from .workload import Kernel, WorkloadError, kernel_mix, load_workload
 from .workload.expr import ExprError
 from .workload.kernel import check_override
@@ -202,8 +202,8 @@ def simulate_kernel(kernel, spec, options: RunOptions, hooks: Hooks | None = Non
         if hooks.on_count is not None:
             hooks.on_count(mix)
     if block_limit is None and sample != "off":
-        if traced and trace_waves(kernel, gpu) >= MIN_FULL_WAVES_ALONE:  # counting costs a third of simulating
-            mix = trace_mix(kernel)[0]
+        if traced and trace_waves(kernel, gpu) >= MIN_FULL_WAVES_ALONE:  # (the counts the trace states: no
+            mix = stated_mix(kernel)  # decoding pass, which would cost a third of simulating it)
         plan = sampling_plan(kernel, gpu, mix, sample, sample_trips)
         simulated = sum(p.warp_insts for p in plan.points)
         if plan.sampled and max_instructions is not None and simulated > max_instructions:

@@ -431,6 +431,41 @@ class TraceFile:
         raise self._error(f"truncated: end of file inside thread block {ordinal} (no #END_TB)")
 
 
+_INSTS = re.compile(rb"^[ \t]*insts[ \t]*=[ \t]*([0-9]{1,19})[ \t\r]*$", re.MULTILINE)
+
+
+def warp_instruction_count(path: str | Path) -> int:
+    """The warp-instructions a trace states (the sum of its `insts = N` lines), read as bytes without decoding a
+    line (a fraction of reading its blocks: the vectorAdd trace x64, 50,176 blocks, in under a tenth of the time
+    counting its instructions takes). The counts are checked against the lines when the blocks are read."""
+    path = Path(path)
+    try:
+        raw = open(path, "rb", buffering=0)
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    fh = _XzStreams(raw) if path.suffix == ".xz" else raw
+    read = fh.read_chunk if path.suffix == ".xz" else raw.read
+    total, rest = 0, b""
+    try:
+        while True:
+            try:
+                chunk = read(1 << 20)
+            except _XzError as exc:
+                raise TraceError(f"{path}: {exc}") from None
+            except OSError as exc:
+                raise TraceError(f"{path}: read error ({exc.strerror or exc})") from None
+            data = rest + chunk
+            cut = len(data) if not chunk else data.rfind(b"\n") + 1
+            total += sum(int(m.group(1)) for m in _INSTS.finditer(data, 0, cut))
+            rest = data[cut:]
+            if not chunk:
+                return total
+            if len(rest) >= LINE_LIMIT:
+                raise TraceError(f"{path}: {_TOO_LONG}")
+    finally:
+        fh.close()
+
+
 def _number(text: str, key: str, number: int, path: Path, high: int = ADDRESS_LIMIT - 1) -> int:
     """N from a 'key = N' line of a block (`warp = 3`, `insts = 17`): as the tracer writes it, or the slow path
     that accepts other spacing and explains what is wrong."""

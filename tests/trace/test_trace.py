@@ -487,3 +487,39 @@ def test_tracer_versions_and_line_numbers(tmp_path, version, lineinfo):
                                                      ("EXIT", 0x20, 0xFFFFFFFF)]
     assert [int(a) for a in insts[1].active_addresses()] == [0x1000 + 4 * lane for lane in range(16)]
     assert run(path, "a100").metrics["smsp__inst_executed.sum"] == 3
+
+
+@pytest.mark.fast
+@needs_vectoradd
+def test_the_stated_counts_are_read_without_decoding_and_agree_with_the_counted_ones(tmp_path):
+    """A trace's `insts = N` lines give its warp-instructions without decoding a line; the sampling plan of a trace
+    of many waves takes them (and the first block's mix) instead of counting every instruction first."""
+    from gpusim.trace.mix import stated_mix
+    from gpusim.trace.reader import warp_instruction_count
+
+    kernel = load_trace(VECTORADD / "kernel-1.traceg")
+    counted = trace_mix(kernel)[0]
+    assert warp_instruction_count(kernel.source) == counted.total_warp_insts == 26601
+    stated = stated_mix(kernel)
+    assert stated.estimated and stated.total_warp_insts == counted.total_warp_insts
+    xz = tmp_path / "kernel-1.traceg.xz"
+    xz.write_bytes(lzma.compress((VECTORADD / "kernel-1.traceg").read_bytes()))
+    assert warp_instruction_count(xz) == 26601
+
+
+def test_the_default_path_on_a_trace_of_many_waves_does_not_count_it_first(tmp_path, monkeypatch):
+    """`--sample auto` on a trace of several waves plans from the stated counts: no pass decoding the whole trace
+    before the simulation (trace_mix is never called), and the record is the full run's where it runs in full."""
+    import gpusim.api as api
+    import gpusim.trace.mix as mix_module
+
+    path = write_trace(tmp_path / "many.traceg", [_chain(8)], grid=512)  # 4 waves of 128 one-warp blocks on 4 SMs
+    assert not hasattr(api, "trace_mix")
+    monkeypatch.setattr(mix_module, "trace_mix", lambda kernel: pytest.fail("the whole trace decoded to count it"))
+    planned = []
+    monkeypatch.setattr(api, "stated_mix", lambda kernel: planned.append(kernel) or mix_module.stated_mix(kernel))
+    auto = run(path, "h100", sms=4)
+    off = run(path, "h100", sms=4, sample="off")
+    assert len(planned) == 1
+    assert auto.metrics["smsp__inst_executed.sum"] == off.metrics["smsp__inst_executed.sum"] == 512 * 9
+    assert auto.metrics["gpu_sim_cycle"] == off.metrics["gpu_sim_cycle"]
