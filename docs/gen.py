@@ -358,7 +358,10 @@ def table_sampling_short(opts) -> str:
     return (f"| sampled against full simulation, {len(rows)} kernels at full size "
             f"([table](docs/explanation/sampling.md#accuracy)) | cycles within 5% on "
             f"{sum(e <= 5 for e in errs)} of {len(rows)}; largest error {max(errs):.1f}%; the stated error covers "
-            f"the actual on {sum(abs(r['cycles_err_pct']) <= r['error_estimate_pct'] + 1e-9 for r in rows)}; "
+            f"the actual on {sum(abs(r['cycles_err_pct']) <= r['error_estimate_pct'] + 1e-9 for r in rows)}; DRAM "
+            f"bytes within 5% on {sum(abs(r['dram_bytes_err_pct']) <= 5 for r in rows)}, their stated error "
+            f"covering the actual on "
+            f"{sum(abs(r['dram_bytes_err_pct']) <= r.get('dram_error_estimate_pct', 0) + 1e-9 for r in rows)}; "
             f"{min(speed):.0f}-{max(speed):.0f}x faster where sampled |\n")
 
 

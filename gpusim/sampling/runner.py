@@ -182,7 +182,9 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     if not checks:
         error = fill_term + noise_term
         dram_trend = 0.0
-    dram_error = dram_trend + (SHADOW_UNCERTAINTY + within_wave) * shadow_reads + dirty_unknown
+    # (the runs' noise as the cycles have it: a run whose schedule moves by chance moves what its L2 holds when,
+    # and so what it reads from DRAM; not measured for the bytes by themselves)
+    dram_error = dram_trend + noise_term + (SHADOW_UNCERTAINTY + within_wave) * shadow_reads + dirty_unknown
     if warm:
         dram_error += fill_error(*lines_of(sums, warm_sums), warm["fill_at"], projected, DRAM_BYTES)
     if exact_warp_insts is not None:

@@ -195,11 +195,11 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
                             "cycles": results[observed].metrics.get("gpu_sim_cycle")}
         observed = -1  # (a longer plan's runs below are not observed)
         exact = mix is not None and not mix.estimated
+        exact_warp_insts = mix.total_warp_insts if exact else None if mix is None else mix.stated_warp_insts
 
         def projection(warm=None) -> tuple[dict, dict, list]:  # the record projected from the runs made
             metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
-                                            mix.total_warp_insts if exact else None,
-                                            mix.total_thread_insts if exact else None, l2, warm)
+                                            exact_warp_insts, mix.total_thread_insts if exact else None, l2, warm)
             metrics.update(speed_of_light(metrics, spec))  # percentages of peak from the projected counts
             return metrics, record, more
 

@@ -34,7 +34,7 @@ def stated_mix(kernel: TraceKernel) -> Mix:
     streams.file.close()
     total = warp_instruction_count(kernel.source)
     mix = Mix(estimated=f"the first block's instruction mix scaled to the {total:,} warp-instructions the trace "
-                        f"states")
+                        f"states", stated_warp_insts=total)
     mix.add(first, total / first.total_warp_insts if first.total_warp_insts else 0.0)
     if first.total_warp_insts:  # the stated total exactly (the scaled classes rounded each)
         top = max(mix.warp_insts, key=mix.warp_insts.get)

@@ -42,6 +42,7 @@ class Mix:
     mma_flops: int = 0
     trips: int = 0  # loop trips taken, all warps together (a loop that issues next to nothing still takes time)
     estimated: str = ""  # "": counted exactly; otherwise how the counts were extrapolated
+    stated_warp_insts: int | None = None  # an estimated mix's total its source states exactly (a trace's insts = N)
 
     def add(self, other: "Mix", times: int | float = 1) -> None:
         """Add `other` `times` over (a float `times`, for an estimate, rounds each count)."""
