@@ -127,7 +127,7 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         return project_line(per_wave, plan.full_waves) if len(per_wave) > 1 else per_wave[0][1]
 
     projected = projection_of(sums, warm_sums)
-    shadow_reads = 0.0  # the share of the projected DRAM bytes a shadow L2 gives (its reads), for the DRAM error
+    shadow_reads = 0.0  # the share of the projected DRAM bytes that a shadow L2 gives (its reads): the DRAM error
     if l2 and len(by_wave) > 1:
         projected = with_own_writes(projected, projection_of(own, warm_sums), own, sums, by_wave, l2["capacity"])
     within_wave = within_wave_loss(own, sums, by_wave) if l2 and len(by_wave) > 1 else 0.0
@@ -334,8 +334,8 @@ SHADOW_UNCERTAINTY = 0.12
 def with_own_writes(sums: dict, own_sums: dict, own: dict, shadow: dict, by_wave: dict, capacity: int) -> dict:
     """A plan sampling waves with a shadow L2: the projected additive sums with the DRAM writes those of the runs'
     own L2 (what a kernel sends towards DRAM does not depend on the L2's size, but a small shadow evicts a line
-    between two writes to its sectors and writes it back twice: gemm_tile128 4096^3 on h100 sends 64 MiB of C,
-    its shadows' projection 67.6), less what stays dirty at the end: what the last wave leaves dirty in the full-size
+    between two writes to its sectors and writes it back twice: gemm_tile128 4096^3 on h100 sends its 67.1 MB of
+    C, its shadows' projection 67.6 MB), less what stays dirty at the end: what the last wave leaves dirty in the full-size
     L2: the L2's own dirty bytes at the end of the run of the tail alone at the most trips (it writes last, and
     nothing passes through the L2 after it), and of the wave before it what the shadow keeps dirty at the end of the
     run of both beyond the run of the tail alone (the wave's writes outlive the tail's reads in a shadow of the same
