@@ -24,7 +24,13 @@ def ignore_sigint() -> None:
 
 def dask_setup(worker=None) -> None:
     """A Dask worker's preload calls this as it starts (gpusim.sweep.executors): the worker ignores Ctrl-C, its
-    parent (the sweep) stops it; a worker restarted later ignores it too."""
+    parent (the sweep) stops it; a worker restarted later ignores it too. Its own log lines are not shown: a
+    point's failure reaches the sweep as that point's error, and what a worker logs as the sweep stops it (a
+    heartbeat to a scheduler already gone, with its traceback) is not the user's business."""
+    import logging
+
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     if threading.current_thread() is threading.main_thread():
         ignore_sigint()
 

@@ -143,7 +143,7 @@ def _local_cluster(jobs: int):
     try:
         with sigint_ignored():
             cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   host="127.0.0.1", silence_logs=logging.ERROR, preload=[_IGNORE_SIGINT])
+                                   host="127.0.0.1", silence_logs=logging.CRITICAL, preload=[_IGNORE_SIGINT])
             return Client(cluster), cluster
     except Exception as exc:
         if cluster is not None:
