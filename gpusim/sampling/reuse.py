@@ -9,21 +9,22 @@ capacity C, data the waves share (a GEMM's B) stays in the L2 in the runs and is
 size: gemm_tile128 4096^3 on h100 streams about 68 MB between reuses at full size and 29 MB in its runs at 8 trips,
 through a 50 MB L2, and a projection from the runs' own DRAM traffic gave half the full run's.
 
-Under LRU a line is found again when less than the capacity has passed through since its last use. So the runs
-keep, beside their L2, a shadow of it (its tags alone, the same slices and ways, no timing) of C' = C (r n + W) /
-(r N + W) for the runs' fewest trips n, one size for every run: a reuse across waves then misses in the shadow
-exactly when it misses at full size (r n + W >= C' if and only if r N + W >= C), in every run. (A shadow sized for
-each run's own trips was tried and measured against full runs: the real-size GEMMs' DRAM bytes improved (the default
-4096^3 +7.7% -> +2.4% on h100, +14.2% -> -3.1% on a100, gemm_multistage +56.6% -> +14.7%), the two small 2 MiB-L2
-cases of tests/sampling/test_sampling.py broke (reads +5.8% -> -36%; writes exact -> -65%): the line through runs
-whose shadows differ in size carries the size in its slope. Not kept: a projection must stay linear in what it
-extrapolates.) The runs' timing is the L2's (a smaller L2 in the timed model itself was tried: DRAM right, cycles +9.9%, since a wave's writes arrive
-at once and a smaller L2 also lost what blocks share within a trip); the projected DRAM traffic is the shadow's:
-its misses as reads, its dirty evictions as writes, its dirty sectors at the end. r and W are estimated before
-the runs, from the pilot (the tail alone at a few trips), or where a plan has none from its check run (the whole
-grid at its fewest trips), made first: its DRAM reads a trip, and the bytes it sent towards DRAM (written back,
-or dirty at its end) per block times the blocks of a wave. The runs' own numbers check the
-estimate afterwards (runner.py).
+Under LRU a line is found again when less than the capacity has passed through its set since its last use. So
+each run keeps, beside its L2, a shadow of it (its tags alone, the same slices and ways, no timing) of
+C' = C (r n + W) / (r N + W) for its own trips n: a reuse across waves then finds its line in the shadow as it
+would at full size, the bytes between the two uses standing to C' as they stand to C, and each run keeps the same
+share of what the waves share, so its DRAM reads stay linear in the trips. (One size for every run, sized for the
+fewest trips, made the runs at more trips forget more: the line through them projected gemm_tile128 4096^3 on h100
+to read 178 MB from DRAM, where the full run reads 143 MB and no reuse at all 161.) Where the shadow is too small to
+keep what the blocks of one wave share (too few sets a slice: a 1 MiB shadow of a 2 MiB L2 in 80 slices), the runs
+of the tail alone, which share nothing across waves, read more through it than through their own L2; runner.py
+measures that. A plan of loop trips alone (every run the whole grid) keeps one size, the fewest trips'. The runs'
+timing is the L2's (a smaller L2 in the timed model itself was tried: DRAM right, cycles +9.9%, since a wave's writes
+arrive at once); the projected DRAM reads are the shadows' misses. r and W are estimated before the runs, from the
+pilot (the tail alone at a few trips, less the same run at 0 trips where the full run outgrows the L2: a pipeline's
+prologue reads are not a trip's), or where a plan has none from its check run (the whole grid at its fewest trips),
+made first: its DRAM reads a trip, and the bytes it sent towards DRAM (written back, or dirty at its end) per block
+times the blocks of a wave. The runs' own numbers check the estimate afterwards (runner.py).
 """
 
 from __future__ import annotations

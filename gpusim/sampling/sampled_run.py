@@ -123,8 +123,8 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
 
     def reduced(point: Point, report=None, stop=None, watch=None, spread: int = 0) -> RunResult:
         return simulate(point_kernel(kernel, plan, point), block_limit=point.blocks, progress=report,
-                        interrupt=stop, observer=watch, stagger=spread, shadow_l2=run_shadow(l2, point, plan) if l2 else 0,
-                        warm_l2=warm_from[0])
+                        interrupt=stop, observer=watch, stagger=spread,
+                        shadow_l2=run_shadow(l2, point, plan) if l2 else 0, warm_l2=warm_from[0])
 
     def one(index: int, report=None, stop=None) -> RunResult:
         return reduced(points[index], report, stop, observer if index == observed else None, stagger)
