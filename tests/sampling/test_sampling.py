@@ -445,6 +445,50 @@ def test_the_shadow_l2_size_keeps_the_full_runs_reuse_distance():
     assert with_shadow_traffic({"dram__bytes_read.sum": 1}) == {"dram__bytes_read.sum": 1}  # no shadow: as it is
 
 
+def test_each_run_of_a_plan_sampling_waves_keeps_a_shadow_sized_for_its_own_trips():
+    """C (r n + W) / (r N + W) for each run's own n (the bytes between a wave's reuses stand to the shadow as they
+    stand to the L2 at full size, in every run), capped at the L2; the pilot's reads a trip without what the same
+    run reads at 0 trips (a pipeline's prologue)."""
+    from gpusim.sampling.reuse import run_shadow_capacity
+
+    per_trip, writes, l2 = 327_680, 17_301_504, 52_428_800
+    sizes = [run_shadow_capacity(per_trip, writes, l2, 128, n) for n in (2, 4, 8)]
+    assert sizes == sorted(sizes) and len(set(sizes)) == 3
+    for n, size in zip((2, 4, 8), sizes):
+        assert (n * per_trip + writes) / size == pytest.approx((128 * per_trip + writes) / l2, rel=1e-6)
+    assert run_shadow_capacity(per_trip, writes, l2, 128, 128) == l2
+    assert run_shadow_capacity(per_trip, 100 * l2, l2, 128, 2) <= l2
+    pilot = {"dram__bytes_read.sum": 819_200 * 2, "dram__bytes_write.sum": 0, "gpusim__l2_dirty_bytes_at_end": 0}
+    assert reuse_estimate(pilot, 2, 232, 264)[0] == 819_200
+    assert reuse_estimate(pilot, 2, 232, 264, {"dram__bytes_read.sum": 982_016})[0] == 328_192
+
+
+def test_a_shadow_plan_sends_towards_dram_what_the_runs_own_l2_sends():
+    """Bytes are conserved: the projected writes plus what stays dirty at the end are the bytes the runs' own L2
+    sent towards DRAM (projected), whatever the shadow wrote back twice; what stays dirty is the tail's own
+    (its L2) plus what the shadow keeps of the wave before it, within the L2."""
+    from gpusim.sampling.plan import Point
+    from gpusim.sampling.project import DIRTY_AT_END, DIRTY_LARGEST, ratios
+    from gpusim.sampling.runner import with_own_writes
+
+    tail4, tail8 = Point(232, 4, 0, "projection", 0), Point(232, 8, 0, "projection", 0)
+    top4, top8 = Point(496, 4, 1, "projection", 0), Point(496, 8, 1, "projection", 0)
+    by_wave = {0: [tail4, tail8], 1: [top4, top8]}
+    own = {p: {DIRTY_LARGEST: 15e6} for p in (tail4, tail8, top4, top8)}
+    shadow = {tail4: {DIRTY_LARGEST: 9e6}, tail8: {DIRTY_LARGEST: 9e6}, top4: {DIRTY_LARGEST: 10e6},
+              top8: {DIRTY_LARGEST: 12e6}}
+    projected = {"dram__bytes_read.sum": 140e6, "dram__bytes_write.sum": 70e6, "dram__bytes.sum": 210e6,
+                 "gpu__time_duration.sum": 1e-3, DIRTY_AT_END: 4e6, DIRTY_LARGEST: 4e6}
+    out = with_own_writes(projected, {"dram__bytes_write.sum": 67.1e6}, own, shadow, by_wave, 50_000_000)
+    assert out[DIRTY_AT_END] == out[DIRTY_LARGEST] == 15e6 + 3e6  # the tail's, and the wave's survivors
+    record = ratios(out)
+    assert record["dram__bytes_write.sum"] + record[DIRTY_AT_END] == pytest.approx(67.1e6)
+    assert record["dram__bytes_read.sum"] == 140e6
+    assert record["dram__bytes.sum"] == pytest.approx(140e6 + 67.1e6 - 18e6)
+    capped = with_own_writes(projected, {"dram__bytes_write.sum": 67.1e6}, own, shadow, by_wave, 16_000_000)
+    assert capped[DIRTY_AT_END] == 16e6
+
+
 def small_l2_arch(tmp_path, slices: int = 80):
     """An H100 given a 2 MiB L2 of `slices` slices (a 4-SM GPU's share of the L2 is about 4 slices)."""
     import re
