@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import GpusimError, one_line, shown
-from .record import record_json
+from .record import record_json, write_record
 
 
 def add_app_parser(sub) -> None:
@@ -66,11 +66,7 @@ def cmd_app(args) -> int:
         print(text)
         return 0
     if args.json:
-        try:
-            with open(args.json, "w", encoding="utf-8") as out:
-                out.write(text + "\n")
-        except OSError as exc:
-            raise GpusimError(f"--json {shown(args.json, 60)}: cannot write ({exc.strerror or exc})") from None
+        write_record(args.json, text)
     print_app(record)
     if args.json:
         print(f"wrote {args.json}")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import GpusimError, one_line, shown
-from .record import record_json
+from ..errors import one_line
+from .record import record_json, write_record
 
 KV_DTYPES = ("fp16", "bf16", "fp8")
 
@@ -63,11 +63,7 @@ def cmd_llm(args) -> int:
     if args.json == "-":
         print(text)
     elif args.json:
-        try:
-            with open(args.json, "w", encoding="utf-8") as out:
-                out.write(text + "\n")
-        except OSError as exc:
-            raise GpusimError(f"--json {shown(args.json, 60)}: cannot write ({exc.strerror or exc})") from None
+        write_record(args.json, text)
     if args.json != "-":
         print_llm(record)
     written = []

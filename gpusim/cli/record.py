@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from ..errors import GpusimError, shorten
+from ..errors import GpusimError, shorten, shown
 
 
 def record_json(record) -> str:
@@ -15,6 +15,15 @@ def record_json(record) -> str:
     except ValueError:
         raise GpusimError(f"the record holds a non-finite number at {non_finite_at(record)}: "
                           f"it cannot be written as JSON") from None
+
+
+def write_record(path: str, text: str) -> None:
+    """`text` (a record's JSON) written to the file `path` (--json's), or a one-line error naming it."""
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text + "\n")
+    except OSError as exc:
+        raise GpusimError(f"--json {shown(path, 60)}: cannot write ({exc.strerror or exc})") from None
 
 
 def non_finite_at(value, path: str = "") -> str | None:

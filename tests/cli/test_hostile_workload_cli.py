@@ -796,3 +796,31 @@ def test_ctrl_c_while_the_command_line_imports_is_one_line_and_exit_130(tmp_path
     library = subprocess.run([sys.executable, "-c", "import gpusim"], cwd=ROOT, env=env, capture_output=True,
                              text=True, timeout=60)  # a program importing gpusim keeps Python's own handling
     assert library.returncode != 130 and "KeyboardInterrupt" in library.stderr
+
+
+@pytest.mark.parametrize("arch", ["a100", "a100,h100"])
+def test_an_unwritable_json_path_is_one_line_naming_the_flag(tmp_path, arch):
+    """`run`, alone and side by side: a --json path it cannot write is one line naming the flag, the path and why,
+    with no traceback."""
+    from tests.conftest import run_cli
+
+    target = tmp_path / "no-such-dir" / "r.json"
+    p = run_cli("run", "workloads/microbench/fma_peak.yaml", "--arch", arch, "--sms", "1", "--quiet",
+                "--json", str(target))
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr
+    assert lines[-1] == f"error: --json {target}: cannot write (No such file or directory)", lines
+
+
+def test_app_and_llm_write_their_record_through_one_function_that_names_a_bad_path_in_one_line():
+    """cli.record.write_record (`gpusim app run` and `gpusim llm`): a path it cannot write is one line naming
+    --json, the path (shortened where long) and why."""
+    from gpusim.cli import app_command, llm_command
+    from gpusim.cli.record import write_record
+
+    assert app_command.write_record is write_record is llm_command.write_record
+    long = "/no-such-dir/" + "x" * 200 + ".json"
+    with pytest.raises(gpusim.GpusimError, match=r"^--json '/no-such-dir/x+\.\.\.x+\.\.\.: cannot write "
+                                                 r"\(No such file or directory\)$") as caught:
+        write_record(long, "{}")
+    assert len(str(caught.value)) < 120
