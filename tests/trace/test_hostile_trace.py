@@ -754,3 +754,27 @@ def test_generated_hostile_traces_large(tmp_path_factory, worker, kind):
         check_hostile(worker, tmp_path_factory.mktemp("h"), case, how)
 
     check()
+
+
+def test_the_stated_count_reader_holds_hostile_files_to_the_same_bounds(tmp_path):
+    """warp_instruction_count (the `insts = N` lines read as bytes, for a sampling plan) reads in bounded memory and
+    refuses a line with no end in sight (past LINE_LIMIT after a chunk), xz data that is corrupt or has garbage
+    after its stream, and a missing file; each a one-line TraceError naming the file (a long line within a chunk
+    is the block reader's to name, with its line number, when the run reads it)."""
+    from gpusim.trace.reader import warp_instruction_count
+
+    long = tmp_path / "long.traceg"
+    long.write_bytes(b"-kernel name = k\ninsts = 3\n" + b"x" * (2 << 20))
+    corrupt = tmp_path / "corrupt.traceg.xz"
+    corrupt.write_bytes(lzma.compress(b"insts = 3\n" * 1000)[:-40])
+    garbage = tmp_path / "garbage.traceg.xz"
+    garbage.write_bytes(lzma.compress(b"insts = 3\n") + b"not xz")
+    for path, why in ((long, "line longer than"), (corrupt, "corrupt or truncated xz data"),
+                      (garbage, "data after the end of the xz stream"), (tmp_path / "absent.traceg", "cannot open")):
+        with pytest.raises(TraceError) as caught:
+            warp_instruction_count(path)
+        message = str(caught.value)
+        assert message.startswith(str(path)) and why in message and "\n" not in message, message
+    plain = tmp_path / "ok.traceg"
+    plain.write_bytes(b"warp = 0\ninsts = 3\n  insts = 4\r\ninsts=5\ninstsx = 9\n# insts = 7\n")
+    assert warp_instruction_count(plain) == 12
