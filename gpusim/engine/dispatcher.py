@@ -62,7 +62,7 @@ class Dispatcher:
     def start(self, now: int = 0) -> None:
         """Fill every SM, one block per SM per round, until the launch is placed or every SM is full."""
         if self.clusters is not None:
-            self.place_clusters(now)
+            self.place_clusters(now, at_launch=True)
             return
         placed = True
         while placed and self.next_block < self.nblocks:
@@ -96,9 +96,10 @@ class Dispatcher:
         elif self.next_block < self.nblocks:
             self.place(sm, now)
 
-    def place_clusters(self, now: int) -> None:
+    def place_clusters(self, now: int, at_launch: bool = False) -> None:
         """Start clusters in order while one GPC has room for the next (in-order: a later, smaller one does not
-        overtake it)."""
+        overtake it). Only the clusters placed at the launch (`at_launch`) start late by the stagger: a cluster
+        placed as blocks retire starts when it finds room, as a block does."""
         clusters = self.clusters
         assert clusters is not None
         while self.next_cluster < len(clusters):
@@ -111,7 +112,9 @@ class Dispatcher:
             if self.waiting_since is not None:
                 self.cluster_wait_cycles += now - self.waiting_since
                 self.waiting_since = None
-            delay = self.delay(self.next_cluster)
+            delay = self.delay(self.next_cluster) if at_launch else 0
+            if at_launch:
+                self.launch_last_start = max(self.launch_last_start, now + delay + self.launch_cycles)
             for sm, block in zip(sms, blocks):
                 sm.reserve_block(block, now + delay + self.launch_cycles)
                 self.placements[sm.index] += 1

@@ -49,6 +49,18 @@ def trips_spread(pilot_cycles: int, no_trip_cycles: int, trips: int) -> int:
     return int(per_trip * trips)
 
 
+def run_spread(stagger: int, point: Point, plan: Plan) -> int:
+    """The cycles `point`'s run starts its first blocks over, in a plan whose runs stagger their first wave over
+    `stagger`: the whole of it where a full wave comes first; for the tail alone, the share the tail's blocks take
+    of it. In the full run the tail's blocks start on the first slots a staggered wave frees, not spread over the
+    whole wave's stagger: FA3 at batch 4, 32 heads, 4K keys on h100 (a tail of 4 blocks after 31 waves of 132)
+    delayed its tail-alone run's last block by 0.85 of an 8,824-cycle stagger, so every projected wave lost those
+    cycles (-11.3% against the full run)."""
+    if point.waves or plan.wave_blocks <= 0:
+        return stagger
+    return stagger * min(point.blocks, plan.wave_blocks) // plan.wave_blocks
+
+
 def point_key(point: Point) -> tuple:
     """What makes a reduced run: its blocks, trips and full waves before the tail (not its role)."""
     return point.blocks, point.trips, point.waves

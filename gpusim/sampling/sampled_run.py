@@ -25,7 +25,7 @@ from .plan import Plan, Point, extend_trips, hot_loops, make_plan, midpoint_chec
 from .project import mib
 from .reuse import bytes_between_reuses, reuse_estimate, run_shadow_capacity, shadow_capacity
 from .runner import (INSTRUCTION_CHECK, WITHIN_WAVE_LOSS, pilot_point, point_key, point_kernel, project, ramp_only,
-                     trips_spread)
+                     run_spread, trips_spread)
 from .warm import warm_plan
 
 PREFLIGHT_STEPS = 200_000  # counting steps an instruction count spends at most (~0.1 s); beyond them it estimates
@@ -127,7 +127,8 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
                         shadow_l2=run_shadow(l2, point, plan) if l2 else 0, warm_l2=warm_from[0])
 
     def one(index: int, report=None, stop=None) -> RunResult:
-        return reduced(points[index], report, stop, observer if index == observed else None, stagger)
+        return reduced(points[index], report, stop, observer if index == observed else None,
+                       run_spread(stagger, points[index], plan))
 
     def worker(index: int) -> RunResult:
         done = [0, 0]
@@ -151,15 +152,22 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
             if pilot_run.partial:
                 raise parallel.RunsInterrupted
             stagger = int(pilot_run.metrics["gpu_sim_cycle"])
-            if pilot.trips and outgrows_l2(plan, pilot, pilot_run.metrics):
-                # the pilot's reads a trip include what the program reads before its loop (a pipeline's prologue:
-                # 5 tiles read in gemm_tile128's 2 trips, against 2 in its loop); the same run at 0 trips reads
-                # that alone
+            if pilot.trips:
+                # the spread is the pilot's trips alone, without its fixed start and end (prologue, first loads,
+                # epilogue): the same run at 0 trips (an even count, as the plan's, so a ring of stages indexed from
+                # the loop's full count keeps its parity) has them alone. gemm_hopper_ws 8192^3 on h100: 11,081
+                # cycles for 2 trips of the tail, 8,976 of them its fixed part; spread over all of it, the tail's
+                # clusters waited on pairs of SMs a wave freed far apart, +15% against the full run (-2.4% over the
+                # trips' 2,105)
                 short_run = reduced(attrs.evolve(pilot, trips=0), None, interrupt)
                 if short_run.partial:
                     raise parallel.RunsInterrupted
-            l2 = shadow_for_runs(plan, pilot, pilot_run.metrics, points, "the pilot run",
-                                 short_run.metrics if short_run is not None else None)
+                stagger = trips_spread(stagger, short_run.metrics["gpu_sim_cycle"], pilot.trips)
+            # the pilot's reads a trip include what the program reads before its loop (a pipeline's prologue: 5
+            # tiles read in gemm_tile128's 2 trips, against 2 in its loop); the run at 0 trips reads that alone
+            prologue = short_run.metrics if short_run is not None and outgrows_l2(plan, pilot, pilot_run.metrics) \
+                else None
+            l2 = shadow_for_runs(plan, pilot, pilot_run.metrics, points, "the pilot run", prologue)
             base[:] = pilot.blocks, pilot_run.metrics["smsp__inst_executed.sum"]
         elif plan.trips_over_waves:  # no pilot, but waves that may share data
             first = next((i for i, p in enumerate(points) if p.role == "check"), -1)
@@ -207,30 +215,9 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
         # blocks placed at their launch at once (their start spread longer than those trips: all ramp), or where
         # `auto` finds no steady state or a projection that breaks a physical limit (refine), while the loop has
         # the trips
-        midpoint_tried = spread_tried = False
+        midpoint_tried = False
         while not plan.trips_asked:
             why = ramp_only(points, results) if plan.staggered else None
-            if why and not spread_tried and pilot is not None and pilot.trips:
-                # all ramp: first the start spread of the pilot's trips alone, without its fixed start and end (the
-                # same run at 0 trips: an even count, as the plan's, so a ring of stages indexed from the loop's
-                # full count keeps its parity); the runs again at that spread where it is shorter
-                spread_tried = True
-                if short_run is None:
-                    short_run = reduced(attrs.evolve(pilot, trips=0), None, interrupt)
-                    if short_run.partial:
-                        raise parallel.RunsInterrupted
-                spread = trips_spread(stagger, short_run.metrics["gpu_sim_cycle"], pilot.trips)
-                if spread < stagger:
-                    dropped += list(zip(points, results))
-                    stagger = spread
-                    plan = attrs.evolve(plan, reason=f"{plan.reason} (spread over the pilot's trips alone, "
-                                                     f"{spread:,} cycles: {why})")
-                    if callable(start):
-                        start(f"{kernel.name} (sampled: {len(points)} runs at a shorter start spread)",
-                              sum(p.blocks for p in points), sum(p.warp_insts for p in points))
-                    base[:] = 0, 0
-                    results = run_all(list(range(len(points))))
-                    continue
             longer = None
             # (a streaming kernel's cold runs break DRAM's limit until the warm L2's runs below take their place)
             if why is None and refine and (l2 is not None or warm_plan(plan, [(p, r.metrics) for p, r in

@@ -386,17 +386,48 @@ def test_staggered_start_spreads_the_first_blocks_and_later_ones_start_on_retire
     assert sms[0].starts[-1] == (8, 5000)
 
 
+def test_clusters_placed_as_blocks_retire_start_without_the_stagger():
+    """Clusters placed at the launch start frac(c * golden ratio) of the stagger late, both blocks together; a
+    cluster placed when a pair of SMs frees starts at once, as a block does (late by the stagger, the tail's
+    clusters of gemm_hopper_ws waited on top of the pairs they waited for)."""
+    from gpusim.engine.dispatcher import STAGGER_STEP, Dispatcher
+
+    class SM:
+        def __init__(self, index):
+            self.index, self.resident_blocks, self.starts = index, 0, []
+
+        def reserve_block(self, block, start):
+            self.resident_blocks += 1
+            self.starts.append((block, start))
+
+    sms = [SM(i) for i in range(4)]
+    d = Dispatcher(8, 1, sms, 0, stagger=1000, clusters=[[0, 1], [2, 3], [4, 5], [6, 7]], gpcs=[sms])
+    d.start(0)
+    starts = dict(s for sm in sms for s in sm.starts)
+    assert starts == {b: int((b // 2 * STAGGER_STEP) % 1.0 * 1000) for b in range(4)}
+    assert not d.launch_at_once() or d.launch_last_start == max(starts.values())
+    for sm in sms[:2]:
+        sm.resident_blocks -= 1
+        d.block_retired(sm, 5000)
+    assert sorted(s for sm in sms for s in sm.starts if s[0] >= 4) == [(4, 5000), (5, 5000)]
+
+
 def test_a_plan_sampling_waves_and_trips_is_staggered_by_its_pilot_run():
-    """Waves sampled with loop trips: a pilot run (the tail alone at STAGGER_TRIPS trips) comes first and its
-    cycles are the spread the other runs start their first blocks over; the record names both."""
+    """Waves sampled with loop trips: a pilot run (the tail alone at STAGGER_TRIPS trips) and the same run at 0
+    trips come first; the cycles of its trips alone (the difference) are the spread the other runs start their
+    first blocks over; the record names all three."""
+    from gpusim.sampling.runner import trips_spread
+
     result = run(GEMM, "h100", params=dict(M=1024, N=512, K=1024), sms=4, sample="on")
     sampling = result.sampling
     assert sampling["method"] == "loop trips and waves" and "pilot run" in sampling["detail"]
     pilot = sampling["pilot_run"]
     assert pilot["blocks"] == sampling["tail_blocks"] and pilot["trips"] == 2
-    assert sampling["stagger_cycles"] == pilot["cycles"] > 0
+    assert 0 < pilot["no_trip_cycles"] < pilot["cycles"]
+    assert 0 < sampling["stagger_cycles"] == trips_spread(pilot["cycles"], pilot["no_trip_cycles"], 2) < pilot["cycles"]
     runs = sum(r["warp_instructions"] for r in sampling["simulated_runs"])
-    assert sampling["simulated_warp_instructions"] == runs + pilot["warp_instructions"]
+    assert sampling["simulated_warp_instructions"] == runs + pilot["warp_instructions"] + \
+        pilot["no_trip_warp_instructions"]
     assert "l2_reuse_between_waves" not in sampling  # 2.3 MB between a wave's reuses, in a 50 MB L2
 
 
@@ -707,7 +738,11 @@ def test_the_spread_script_nudges_only_the_stagger_and_refuses_an_unknown_row():
     spread = base["stagger_cycles"]
     assert spread > 0 and nudged["stagger_cycles"] == spread + 3
     # the pilot (and the call that plans) start their blocks at once; every reduced run is spread 3 cycles longer
-    assert sorted(set(staggers)) == [0, spread + 3] and staggers.count(spread + 3) == len(base["simulated_runs"])
+    # than its own spread (the whole of it after a full wave, the tail's share of it for the tail alone)
+    wave = base["blocks_per_wave"]
+    own = sorted((spread if r["full_waves_before_tail"] else spread * min(r["blocks"], wave) // wave) + 3
+                 for r in base["simulated_runs"])
+    assert sorted(s for s in staggers if s) == own and set(staggers) == {0, *own}
     assert len(nudged["runs"]) == len(base["simulated_runs"])
     done = subprocess.run([sys.executable, str(ROOT / "validation/sampling_spread.py"), "--rows", "nosuch"],
                           capture_output=True, text=True, timeout=120)
@@ -796,7 +831,7 @@ def test_the_block_schedule_says_whether_the_launchs_blocks_ran_at_once():
 
 
 # --- runs too short for their start spread -------------------------------------------------------------------------
-RAMP_GEMM = dict(M=2048, N=2048, K=4096)  # gemm_multistage on 32 SMs: 4 waves of 64 blocks, a loop of 128 trips
+RAMP_GEMM = dict(M=2048, N=2048, K=1024)  # gemm_multistage on 32 SMs: 4 waves of 64 blocks, a loop of 32 trips
 
 
 def test_extend_trips_doubles_the_runs_and_reuses_what_it_can():
@@ -832,19 +867,19 @@ def test_ramp_only_names_the_shorter_run_that_never_held_its_launch_at_once():
         "its launch started (6,992): it never held them at once")
 
 
-def test_an_all_ramp_plan_first_narrows_its_start_spread_to_the_pilots_trips():
+def test_a_staggered_plan_spreads_its_runs_over_the_pilots_trips_alone():
     """gemm_multistage on 32 SMs: the pilot's whole cycles (its fixed start and end with its 2 trips) are more than
-    4 trips take, so the runs at 4 trips never hold their blocks at once; the pilot's trips alone (from a run of
-    it at 0 trips) are a shorter spread, and the runs again at that spread do: the loop keeps its trips."""
+    4 trips take; its trips alone (less a run of it at 0 trips) are the spread, and the runs at 4 trips hold their
+    blocks at once: the loop keeps its trips."""
     from gpusim.sampling.runner import trips_spread
 
     sampling = run(MULTISTAGE, "h100", params=RAMP_GEMM, sms=32, sample="on").sampling
     pilot = sampling["pilot_run"]
     assert 0 < pilot["no_trip_cycles"] < pilot["cycles"]
     assert sampling["stagger_cycles"] == trips_spread(pilot["cycles"], pilot["no_trip_cycles"], 2) < pilot["cycles"]
-    assert "spread over the pilot's trips alone" in sampling["detail"]
+    assert "dropped_runs" not in sampling
     assert sorted({r["trips"] for r in sampling["simulated_runs"]}) == [2, 4, 8]
-    runs = sampling["simulated_runs"] + sampling["dropped_runs"] + [pilot]
+    runs = sampling["simulated_runs"] + [pilot]
     assert sampling["simulated_warp_instructions"] == (sum(r["warp_instructions"] for r in runs)
                                                        + pilot["no_trip_warp_instructions"])
 

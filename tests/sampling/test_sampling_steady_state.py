@@ -140,3 +140,32 @@ def test_the_midpoint_check_moves_the_check_between_the_projections_runs():
     longer = extend_trips(moved, "no steady state")
     assert sorted((p.trips, p.role) for p in longer.points) == [(4, "check"), (8, "projection"), (16, "projection")]
     assert "at 4, 8 and 16 trips (from 2, 4 and 8: no steady state)" in longer.reason
+
+
+def test_a_waves_plans_midpoint_check_is_the_run_after_the_wave():
+    """The projection multiplies the cost a trip of the run after a full wave by the waves: that run, not the tail
+    alone, is the one checked between n/2 and n."""
+    from gpusim.sampling.plan import midpoint_check
+
+    plan = Plan("loop trips and waves", "the loop at line 9 (128 trips) at 2, 4 and 8 trips; 3 full waves of 264 "
+                "blocks and a tail of 232: the tail alone and after one full wave", blocks=1024, wave_blocks=264,
+                tail_blocks=232, full_waves=3, trips=128,
+                points=(Point(232, 4, 0, "projection", 400), Point(232, 8, 0, "projection", 800),
+                        Point(496, 4, 1, "projection", 900), Point(496, 8, 1, "projection", 1700),
+                        Point(232, 2, 0, "check", 200)))
+    moved = midpoint_check(plan)
+    check = next(p for p in moved.points if p.role == "check")
+    assert (check.blocks, check.trips, check.waves, check.warp_insts) == (496, 6, 1, 1300)
+    assert "at 4 and 8 trips, checked at 6" in moved.reason and "(checked there at 6 trips)" in moved.reason
+
+
+def test_a_long_loop_is_run_to_an_eighth_of_its_trips_at_least():
+    """Whatever the budget, the longest run makes at least 1 / MAX_REACH of the loop's trips: a 128-trip loop whose
+    every trip costs more than the budget allows is still run at 4, 8 and 16 trips."""
+    from gpusim.sampling.plan import MAX_REACH, make_plan
+
+    kernel = load_kernel("workloads/gemm_tile128.yaml", {"M": 4096, "N": 4096, "K": 4096})
+    plan = make_plan(kernel, 264, 10**9, "auto", cost=lambda trips: 10**7 * (trips + 1))
+    trips = sorted({p.trips for p in plan.points})
+    assert plan.trips == 128 and trips == [4, 8, 16] and 16 * MAX_REACH >= 128
+
