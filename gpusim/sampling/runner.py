@@ -25,9 +25,9 @@ NOISE_BOUND = 1.645
 
 
 def pilot_point(plan: Plan) -> Point:
-    """A staggered plan's pilot: the tail alone at STAGGER_TRIPS trips, its first blocks at once; its cycles are the
-    spread the plan's runs start their first blocks over (the cycles of its trips alone, trips_spread, where with
-    that spread the runs never hold their blocks at once). In a long kernel, the blocks of the waves after the first
+    """A staggered plan's pilot: the tail alone at STAGGER_TRIPS trips, its first blocks at once; the cycles of its
+    trips alone (trips_spread, less the same run at 0 trips) are the spread the plan's runs start their first blocks
+    over (run_spread: the tail alone over its share). In a long kernel, the blocks of the waves after the first
     start as earlier ones retire, out of step with each other (in gemm_tile128 4096 x 4096 x 1024 on H100, simulated
     in full, the first wave's 396 blocks retired over 7,000 cycles, about three trips); short runs that started
     every block at once would keep them in step, all loading at once, and cost a full wave some 30% too much."""
