@@ -144,8 +144,9 @@ class RunOptions:
         "that has a steady state, off simulates in full", range="auto, on, off", choices=SAMPLE_MODES,
         vary="sample", sweep_help="sampled simulation where not varied (see gpusim run --help)"))
     sample_trips: int | None = option(None, OptionInfo(
-        "the sampled runs' hot loop at N/4, N/2 and N trips (default: chosen by the budget, at least 8); more trips "
-        "settle better and cost more (the unsettled note says what to try); samples the kernel whatever its size",
+        "the sampled runs' hot loop at N/4, N/2 and N trips, each moved by one where its parity is not the loop's "
+        "(default: chosen by the budget, at least 8); more trips settle better and cost more (the unsettled note "
+        "says what to try); samples the kernel whatever its size",
         unit="loop trips", range=f">= {MIN_SAMPLE_TRIPS}, at most half the loop's trips; not with --sample off",
         metavar="N", parse=parse_integer, vary="sample_trips",
         sweep_help="the sampled runs' loop trips where not varied (see gpusim run --help)"))

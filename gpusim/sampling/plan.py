@@ -138,6 +138,16 @@ def with_trips(kernel, loops: list[Loop], trips: int):
     return attrs.evolve(kernel, program=rewrite(kernel.program), address_cache={}, register_cache={})
 
 
+def ring_trips(n: int, trips: int, up: bool = True) -> int:
+    """n trips of a loop written for `trips`, moved by one (up, or down) where the two differ in parity: a kernel
+    that picks a ring stage from the loop's full count, as flash_attention3's last P V does (it waits on
+    v_full{(seq / BN - 1) % STAGES}), finds it filled only when the trips dropped are a whole number of turns of
+    the ring (FA3 at 2K keys, 14 trips, run at 1 trip: its consumers waited on a stage its producer never filled)."""
+    if (trips - n) % 2 == 0:
+        return n
+    return n + 1 if up or n == 0 else n - 1
+
+
 def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost=None,
               trips_wanted: int | None = None, global_insts: int = 0) -> Plan:
     """The runs that stand for `kernel` under `--sample mode`. `wave_blocks`: blocks resident at once on the
@@ -222,7 +232,10 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
         while 2 * n_b <= trips // 2 and (n_b < 2 * STEADY_FROM or n_b * MAX_REACH < trips or
                                          _points_cost(cost, blocks, wave_points, 2 * n_b) <= BUDGET):
             n_b *= 2
-    n_a, n_c = n_b // 2, n_b // 4
+    n_b, n_a = ring_trips(n_b, trips), ring_trips(n_b // 2, trips)
+    n_c = ring_trips(n_b // 4, trips, up=False)
+    if n_c >= n_a:  # (an odd count whose n_b / 4 is even)
+        n_c = ring_trips(n_a - 1, trips, up=False)
     points = []
     for b, w in wave_points:
         points += [Point(b, n, w, "projection", round(cost(n) * b / blocks)) for n in (n_a, n_b)]
@@ -241,7 +254,8 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
                   f"and after one full wave"
     if sample_waves:
         reason += "; the first blocks of each run start spread over the time the tail takes for " \
-                  f"{STAGGER_TRIPS} trips (a pilot run), as later waves do"
+                  f"{ring_trips(STAGGER_TRIPS, trips)} trips (a pilot run), as later waves do"
+
     return Plan(method, reason, **base, loop_lines=lines, trips=trips, points=tuple(points), staggered=sample_waves,
                 trips_asked=trips_wanted is not None)
 
@@ -255,22 +269,25 @@ def extend_trips(plan: Plan, why: str) -> Plan | None:
     if plan.trips is None or not projection:
         return None
     n_b = max(p.trips or 0 for p in projection)
-    n_a = n_b // 2
-    if 2 * n_b > plan.trips // 2 or n_a < 1:
+    n_a = max(p.trips or 0 for p in projection if p.trips != n_b)
+    n_2 = ring_trips(2 * n_b, plan.trips)
+    if n_2 > plan.trips // 2 or n_a < 1:
         return None
     points: list[Point] = []
     for p in projection:
         if p.trips != n_b:
             continue
         low = next(q for q in projection if q.blocks == p.blocks and q.trips == n_a)
-        longer = p.warp_insts + (p.warp_insts - low.warp_insts) * n_b // max(1, n_b - n_a)
-        points += [p, Point(p.blocks, 2 * n_b, p.waves, "projection", longer)]
+        longer = p.warp_insts + (p.warp_insts - low.warp_insts) * (n_2 - n_b) // max(1, n_b - n_a)
+        points += [p, Point(p.blocks, n_2, p.waves, "projection", longer)]
     check = next(p for p in plan.points if p.role == "check")
     points.append(attrs.evolve(next(q for q in projection if q.blocks == check.blocks and q.trips == n_a),
                                role="check"))
-    longer = f" at {n_a}, {n_b} and {2 * n_b} trips (from {n_b // 4}, {n_a} and {n_b}: {why})"
-    reason = plan.reason.replace(f" at {n_b // 4}, {n_a} and {n_b} trips", longer, 1).replace(
-        f" at {n_a} and {n_b} trips, checked at {(n_a + n_b) // 2}", longer, 1)  # (after a midpoint_check)
+    before = f"{check.trips}, {n_a} and {n_b}" if (check.trips or 0) < n_a else \
+        f"{n_a} and {n_b}, checked at {check.trips}"
+    longer = f" at {n_a}, {n_b} and {n_2} trips (from {before}: {why})"
+    reason = plan.reason.replace(f" at {check.trips}, {n_a} and {n_b} trips", longer, 1).replace(
+        f" at {n_a} and {n_b} trips, checked at {check.trips}", longer, 1)  # (after a midpoint_check)
     return attrs.evolve(plan, reason=reason, points=tuple(points))
 
 
@@ -292,7 +309,9 @@ def midpoint_check(plan: Plan) -> Plan | None:
     if len(pair) != 2 or check.trips >= pair[0] or pair[1] - pair[0] < 2:
         return None
     n_a, n_b = pair
-    middle = (n_a + n_b) // 2
+    middle = ring_trips((n_a + n_b) // 2, plan.trips)
+    if not n_a < middle < n_b:
+        return None
     low, high = (next(p for p in projection if p.waves == waves and p.trips == n) for n in (n_a, n_b))
     insts = low.warp_insts + (high.warp_insts - low.warp_insts) * (middle - n_a) // (n_b - n_a)
     reason = plan.reason.replace(f" at {check.trips}, {n_a} and {n_b} trips",
@@ -319,4 +338,4 @@ def _points_cost(cost, blocks: int, wave_points, n_b: int) -> float:
 
 
 __all__ = ["AUTO_THRESHOLD", "GLOBAL_ACCESS_COST", "BUDGET", "Plan", "Point", "extend_trips", "hot_loops", "make_plan",
-           "midpoint_check", "with_trips"]
+           "midpoint_check", "ring_trips", "with_trips"]

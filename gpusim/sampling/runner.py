@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
-from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, with_trips
+import attrs
+
+from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, ring_trips, with_trips
 from .project import (DIRTY_AT_END, DIRTY_LARGEST, MAXIMUM, STEADY_STATE_VALUE, additive, as_record, extrapolate,
                       merge_decay, mib, project_line, ratios, with_decaying_merges)
 from .reuse import bytes_between_reuses, reuse_between_waves, run_shadow_capacity, with_shadow_traffic
@@ -32,8 +34,14 @@ def pilot_point(plan: Plan) -> Point:
     in full, the first wave's 396 blocks retired over 7,000 cycles, about three trips); short runs that started
     every block at once would keep them in step, all loading at once, and cost a full wave some 30% too much."""
     first = plan.points[0]
-    return Point(plan.tail_blocks, STAGGER_TRIPS, 0, "pilot",
-                 round(first.warp_insts * STAGGER_TRIPS / max(1, first.trips or 1)))
+    trips = ring_trips(STAGGER_TRIPS, plan.trips) if plan.trips is not None else STAGGER_TRIPS
+    return Point(plan.tail_blocks, trips, 0, "pilot", round(first.warp_insts * trips / max(1, first.trips or 1)))
+
+
+def no_trip_point(pilot: Point, plan: Plan) -> Point:
+    """The pilot with its hot loop at 0 trips (1 where the loop's count is odd: see ring_trips): its fixed start and
+    end alone."""
+    return attrs.evolve(pilot, trips=ring_trips(0, plan.trips) if plan.trips is not None else 0)
 
 
 def trips_spread(pilot_cycles: int, no_trip_cycles: int, trips: int) -> int:

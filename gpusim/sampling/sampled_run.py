@@ -24,8 +24,8 @@ from . import parallel
 from .plan import Plan, Point, extend_trips, hot_loops, make_plan, midpoint_check, with_trips
 from .project import mib
 from .reuse import bytes_between_reuses, reuse_estimate, run_shadow_capacity, shadow_capacity
-from .runner import (INSTRUCTION_CHECK, WITHIN_WAVE_LOSS, pilot_point, point_key, point_kernel, project, ramp_only,
-                     run_spread, trips_spread)
+from .runner import (INSTRUCTION_CHECK, WITHIN_WAVE_LOSS, no_trip_point, pilot_point, point_key, point_kernel,
+                     project, ramp_only, run_spread, trips_spread)
 from .warm import warm_plan
 
 PREFLIGHT_STEPS = 200_000  # counting steps an instruction count spends at most (~0.1 s); beyond them it estimates
@@ -159,10 +159,11 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
                 # cycles for 2 trips of the tail, 8,976 of them its fixed part; spread over all of it, the tail's
                 # clusters waited on pairs of SMs a wave freed far apart, +15% against the full run (-2.4% over the
                 # trips' 2,105)
-                short_run = reduced(attrs.evolve(pilot, trips=0), None, interrupt)
+                short = no_trip_point(pilot, plan)
+                short_run = reduced(short, None, interrupt)
                 if short_run.partial:
                     raise parallel.RunsInterrupted
-                stagger = trips_spread(stagger, short_run.metrics["gpu_sim_cycle"], pilot.trips)
+                stagger = trips_spread(stagger, short_run.metrics["gpu_sim_cycle"], pilot.trips - (short.trips or 0))
             # the pilot's reads a trip include what the program reads before its loop (a pipeline's prologue: 5
             # tiles read in gemm_tile128's 2 trips, against 2 in its loop); the run at 0 trips reads that alone
             prologue = short_run.metrics if short_run is not None and outgrows_l2(plan, pilot, pilot_run.metrics) \

@@ -73,14 +73,15 @@ def test_plans_by_mode_and_shape():
 
 
 def test_sample_trips_sets_the_runs_trips_and_samples_whatever_the_size():
-    """--sample-trips N: the hot loop's runs at N / 4, N / 2 and N trips instead of the budget's choice, sampled
-    even where `auto` would run the kernel in full; the plan says it was asked for."""
+    """--sample-trips N: the hot loop's runs at N / 4, N / 2 and N trips (each of the loop's parity: 32 here)
+    instead of the budget's choice, sampled even where `auto` would run the kernel in full; the plan says it was
+    asked for."""
     kernel = load_workload(GEMM, SMALL_GEMM)
     cost = lambda trips: kernel_mix(with_trips(kernel, hot_loops(kernel)[0], trips)).total_warp_insts  # noqa: E731
-    for wanted in (4, 6, 16):
+    for wanted, trips in ((4, [0, 2, 4]), (6, [0, 4, 6]), (16, [4, 8, 16])):
         plan = make_plan(kernel, 396, AUTO_THRESHOLD, "auto", cost, trips_wanted=wanted)
         assert plan.method == "loop trips" and "(--sample-trips)" in plan.reason
-        assert sorted(p.trips for p in plan.points) == [wanted // 4, wanted // 2, wanted]
+        assert sorted(p.trips for p in plan.points) == trips
     waves = make_plan(kernel, 2, 10**9, "on", cost, trips_wanted=8)  # with waves: both lines at 4 and 8 trips
     assert sorted((p.blocks, p.trips) for p in waves.points) == [(2, 2), (2, 4), (2, 8), (4, 4), (4, 8)]
 
@@ -841,11 +842,11 @@ def test_extend_trips_doubles_the_runs_and_reuses_what_it_can():
 
     kernel = load_workload(GEMM, SMALL_GEMM)
     cost = lambda trips: kernel_mix(with_trips(kernel, hot_loops(kernel)[0], trips)).total_warp_insts  # noqa: E731
-    plan = make_plan(kernel, 2, 10**9, "on", cost, trips_wanted=4)  # runs at 1, 2 and 4 of 32 trips
+    plan = make_plan(kernel, 2, 10**9, "on", cost, trips_wanted=4)  # runs at 0, 2 and 4 of 32 trips (its parity)
     longer = extend_trips(plan, "a reason")
     assert sorted((p.blocks, p.trips, p.role) for p in longer.points) == [
         (2, 2, "check"), (2, 4, "projection"), (2, 8, "projection"), (4, 4, "projection"), (4, 8, "projection")]
-    assert "at 2, 4 and 8 trips (from 1, 2 and 4: a reason)" in longer.reason
+    assert "at 2, 4 and 8 trips (from 0, 2 and 4: a reason)" in longer.reason
     new = next(p for p in longer.points if p.blocks == 4 and p.trips == 8)
     assert new.warp_insts == round(cost(8) * 4 / 8)  # extrapolated exactly: the loop's trips issue alike
     assert max(p.trips for p in extend_trips(longer, "again").points) == 16  # 16 <= 32 / 2

@@ -139,7 +139,7 @@ def test_the_midpoint_check_moves_the_check_between_the_projections_runs():
     assert moved.reason.endswith("at 4 and 8 trips, checked at 6") and midpoint_check(moved) is None
     longer = extend_trips(moved, "no steady state")
     assert sorted((p.trips, p.role) for p in longer.points) == [(4, "check"), (8, "projection"), (16, "projection")]
-    assert "at 4, 8 and 16 trips (from 2, 4 and 8: no steady state)" in longer.reason
+    assert "at 4, 8 and 16 trips (from 4 and 8, checked at 6: no steady state)" in longer.reason
 
 
 def test_a_waves_plans_midpoint_check_is_the_run_after_the_wave():
@@ -169,3 +169,29 @@ def test_a_long_loop_is_run_to_an_eighth_of_its_trips_at_least():
     trips = sorted({p.trips for p in plan.points})
     assert plan.trips == 128 and trips == [4, 8, 16] and 16 * MAX_REACH >= 128
 
+
+
+def test_sampled_trips_keep_the_loops_parity():
+    """A run drops a whole number of turns of a two-stage ring: its trips have the parity of the loop's count (1 of 14
+    trips left FA3's last P V waiting on a stage its producer never filled)."""
+    from gpusim.sampling.plan import extend_trips, make_plan, midpoint_check, ring_trips
+
+    assert [ring_trips(n, 14) for n in (0, 1, 2, 3)] == [0, 2, 2, 4]
+    assert [ring_trips(n, 15) for n in (0, 1, 2, 4, 8)] == [1, 1, 3, 5, 9]
+    assert ring_trips(1, 14, up=False) == 0 and ring_trips(2, 15, up=False) == 1
+    for seq, expected in ((2048, [0, 2, 4]), (2176, [1, 3, 5])):
+        kernel = load_kernel("workloads/flash_attention3.yaml", {"batch": 1, "heads": 1, "seq": seq})
+        plan = make_plan(kernel, 132, 10**9, "on", cost=lambda trips: 10**6 * (trips + 1))
+        assert sorted({p.trips for p in plan.points}) == expected and all(
+            (plan.trips - p.trips) % 2 == 0 for p in plan.points)
+        for longer in (extend_trips(plan, "why"), midpoint_check(plan)):
+            assert longer is None or all((plan.trips - p.trips) % 2 == 0 for p in longer.points)
+
+
+@pytest.mark.parametrize("seq", [2048, 2176])
+def test_a_ring_indexed_from_the_full_count_samples_without_a_deadlock(seq):
+    """flash_attention3 at 2K keys (14 trips: runs at 0, 2 and 4) and at 2,176 (15: runs at 1, 3 and 5) samples, with
+    the instruction count exact."""
+    result = gpusim.run("workloads/flash_attention3.yaml", "h100", params={"batch": 1, "heads": 1, "seq": seq},
+                        sms=4, sample="on")
+    assert result.sampling["method"] != "full" and result.sampling["projected_vs_exact_warp_instructions"] < 0.01
