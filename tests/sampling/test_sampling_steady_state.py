@@ -160,14 +160,16 @@ def test_a_waves_plans_midpoint_check_is_the_run_after_the_wave():
 
 
 def test_a_long_loop_is_run_to_an_eighth_of_its_trips_at_least():
-    """Whatever the budget, the longest run makes at least 1 / MAX_REACH of the loop's trips: a 128-trip loop whose
-    every trip costs more than the budget allows is still run at 4, 8 and 16 trips."""
+    """Past the budget (up to REACH_BUDGET), the longest run makes at least 1 / MAX_REACH of the loop's trips: a
+    128-trip loop whose runs at 8 trips already pass the budget is still run at 4, 8 and 16 trips; a loop whose runs
+    would pass REACH_BUDGET too stops at the budget's trips."""
     from gpusim.sampling.plan import MAX_REACH, make_plan
 
     kernel = load_kernel("workloads/gemm_tile128.yaml", {"M": 4096, "N": 4096, "K": 4096})
-    plan = make_plan(kernel, 264, 10**9, "auto", cost=lambda trips: 10**7 * (trips + 1))
-    trips = sorted({p.trips for p in plan.points})
-    assert plan.trips == 128 and trips == [4, 8, 16] and 16 * MAX_REACH >= 128
+    plan = make_plan(kernel, 264, 10**9, "auto", cost=lambda trips: 500_000 * (trips + 1))
+    assert plan.trips == 128 and sorted({p.trips for p in plan.points}) == [4, 8, 16] and 16 * MAX_REACH >= 128
+    dear = make_plan(kernel, 264, 10**9, "auto", cost=lambda trips: 10**7 * (trips + 1))
+    assert sorted({p.trips for p in dear.points}) == [2, 4, 8]
 
 
 
