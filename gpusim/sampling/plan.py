@@ -258,7 +258,6 @@ def make_plan(kernel, wave_blocks: int, total_insts: int | None, mode: str, cost
     if sample_waves:
         reason += "; the first blocks of each run start spread over the time the tail takes for " \
                   f"{ring_trips(STAGGER_TRIPS, trips)} trips (a pilot run), as later waves do"
-
     return Plan(method, reason, **base, loop_lines=lines, trips=trips, points=tuple(points), staggered=sample_waves,
                 trips_asked=trips_wanted is not None)
 

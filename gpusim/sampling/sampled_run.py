@@ -154,8 +154,8 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
             stagger = int(pilot_run.metrics["gpu_sim_cycle"])
             if pilot.trips:
                 # the spread is the pilot's trips alone, without its fixed start and end (prologue, first loads,
-                # epilogue): the same run at 0 trips (an even count, as the plan's, so a ring of stages indexed from
-                # the loop's full count keeps its parity) has them alone. gemm_hopper_ws 8192^3 on h100: 11,081
+                # epilogue): the same run at 0 trips (1 for an odd count: see ring_trips) has them alone.
+                # gemm_hopper_ws 8192^3 on h100: 11,081
                 # cycles for 2 trips of the tail, 8,976 of them its fixed part; spread over all of it, the tail's
                 # clusters waited on pairs of SMs a wave freed far apart, +15% against the full run (-2.4% over the
                 # trips' 2,105)
