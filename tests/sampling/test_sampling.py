@@ -363,20 +363,23 @@ def test_a_trace_samples_its_waves(tmp_path):
         assert sampling_unsettled(sampled.sampling).startswith("no steady state (cycles per wave")
 
 
+class RecordingSM:
+    """An SM to a Dispatcher: its resident blocks, and the (block, start cycle) of each placed on it."""
+
+    def __init__(self, index):
+        self.index, self.resident_blocks, self.starts = index, 0, []
+
+    def reserve_block(self, block, start):
+        self.resident_blocks += 1
+        self.starts.append((block, start))
+
+
 def test_staggered_start_spreads_the_first_blocks_and_later_ones_start_on_retirement():
     """Dispatcher(stagger=D): the blocks placed at the launch start at frac(b * golden ratio) * D cycles, all
     within [0, D); a block placed when another retires starts then (no stagger)."""
     from gpusim.engine.dispatcher import STAGGER_STEP, Dispatcher
 
-    class SM:
-        def __init__(self, index):
-            self.index, self.resident_blocks, self.starts = index, 0, []
-
-        def reserve_block(self, block, start):
-            self.resident_blocks += 1
-            self.starts.append((block, start))
-
-    sms = [SM(i) for i in range(4)]
+    sms = [RecordingSM(i) for i in range(4)]
     d = Dispatcher(12, 2, sms, 0, stagger=1000)
     d.start(0)
     starts = dict(s for sm in sms for s in sm.starts)
@@ -393,20 +396,12 @@ def test_clusters_placed_as_blocks_retire_start_without_the_stagger():
     clusters of gemm_hopper_ws waited on top of the pairs they waited for)."""
     from gpusim.engine.dispatcher import STAGGER_STEP, Dispatcher
 
-    class SM:
-        def __init__(self, index):
-            self.index, self.resident_blocks, self.starts = index, 0, []
-
-        def reserve_block(self, block, start):
-            self.resident_blocks += 1
-            self.starts.append((block, start))
-
-    sms = [SM(i) for i in range(4)]
+    sms = [RecordingSM(i) for i in range(4)]
     d = Dispatcher(8, 1, sms, 0, stagger=1000, clusters=[[0, 1], [2, 3], [4, 5], [6, 7]], gpcs=[sms])
     d.start(0)
     starts = dict(s for sm in sms for s in sm.starts)
     assert starts == {b: int((b // 2 * STAGGER_STEP) % 1.0 * 1000) for b in range(4)}
-    assert not d.launch_at_once() or d.launch_last_start == max(starts.values())
+    assert d.launch_at_once() and d.launch_last_start == max(starts.values())
     for sm in sms[:2]:
         sm.resident_blocks -= 1
         d.block_retired(sm, 5000)
