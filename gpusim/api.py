@@ -196,6 +196,8 @@ def simulate_kernel(kernel, spec, options: RunOptions, hooks: Hooks | None = Non
         gpu.memory.use_shadow_l2(shadow_l2)
     if warm_l2 is not None and hasattr(gpu.memory, "warm_l2"):  # a sampled run's (see sampling.warm)
         gpu.memory.warm_l2(float(warm_l2))
+    if block_limit is not None and hasattr(gpu.memory, "count_recent_fills"):  # a reduced run's: the L2 hits
+        gpu.memory.count_recent_fills(stagger)  # that could be merges at full size (sampling.runner's L2 error)
     mix = None
     if not traced and block_limit is None:
         mix = check_size(kernel, max_instructions if sample == "off" else None)

@@ -116,6 +116,10 @@ class MemoryHierarchy:
         self.dram_read = 0
         self.dram_write = 0
         self.shadow: ShadowL2 | None = None  # a sampled run's (use_shadow_l2)
+        # a reduced run's (count_recent_fills): L2 hits within this many cycles of their sectors' fill from DRAM
+        self.recent_window: int = 0
+        self.recent_spread: int = 0
+        self.l2_recent_hits = 0
         self.smem_wavefronts = 0
         self.async_wavefronts = 0  # data-stage passes of bulk copies' shared-memory writes and wgmma operand reads
         self.smem_conflicts_ld = 0
@@ -343,7 +347,22 @@ class MemoryHierarchy:
     def use_shadow_l2(self, size_bytes: int) -> None:
         """Keep beside the L2 a shadow of it of `size_bytes` (gpusim.memory.shadow_l2): it sees every L2 access and
         counts the DRAM traffic an L2 of that size would make, with no effect on timing."""
-        self.shadow = ShadowL2(self.l2_spec, len(self.l2), size_bytes, self.sector, self.sector_count)
+        self.shadow = ShadowL2(self.l2_spec, len(self.l2), size_bytes, self.sector, self.sector_count,
+                               max(0, self.dram_latency - self.l2_hit_latency))
+
+    def count_recent_fills(self, spread: int) -> None:
+        """Count the L2 hits (the shadow L2's too) on sectors filled from DRAM less than the longest DRAM read yet
+        (request to data back, queueing included; the DRAM's latency before any) plus `spread` cycles before: a
+        request that close to a miss meets its line in flight where the blocks sharing it run in closer step, or
+        DRAM answers as slowly as it did at its busiest (a sampled run's reduced runs, whose first blocks start
+        spread over `spread` cycles: gpusim.sampling.runner states the L2 hit rate's error from them)."""
+        self.recent_spread = max(0, spread)
+        self._recent_window(self.dram_latency + self.recent_spread)
+
+    def _recent_window(self, window: int) -> None:
+        self.recent_window = window
+        if self.shadow is not None:
+            self.shadow.recent_window = window
 
     def warm_l2(self, dirty_fraction: float) -> None:
         """Fill every set of every L2 slice with lines no kernel touches, that share of them dirty (spread evenly),
@@ -373,6 +392,8 @@ class MemoryHierarchy:
         inflight = entry & self.pending_sectors & mask if entry is not None and entry >> shift > now else 0
         present = cache.probe(line, mask & ~inflight)
         self.l2_hits += self.sector_count[present]
+        if present and self.recent_window and entry is not None and (entry >> shift) + self.recent_window > now:
+            self.l2_recent_hits += self.sector_count[present & entry & self.pending_sectors]
         queueing = done - now
         level, latency = L2, self.l2_hit_latency
         missing = mask & ~present & ~inflight
@@ -395,17 +416,21 @@ class MemoryHierarchy:
         evicted = update_tags(cache, line, mask, missing, write, atomic)
         if evicted:
             self._writeback(cache.evicted_line, evicted, now)
-        shadow = self.shadow
-        if shadow is not None:
-            shadow.access(index, line, mask, inflight, write, atomic)
         wait = int(queueing)  # queueing >= 0: rounded up to whole cycles
         if wait < queueing:
             wait += 1
         t = now + latency + wait
         if back > t:
             t = back
+        shadow = self.shadow
+        if shadow is not None:
+            horizon = self.horizon
+            shadow.access(index, line, mask, inflight, write, atomic, now, t, missing,
+                          now if horizon < 0 or horizon > now else int(horizon))
         if missing and not (write and not atomic):
             self._pend(index, line, missing, t, now)
+            if self.recent_window and t - now + self.recent_spread > self.recent_window:
+                self._recent_window(t - now + self.recent_spread)
         return t, level
 
     def _pend(self, index: int, line: int, mask: int, back: int, now: int) -> None:
@@ -423,6 +448,7 @@ class MemoryHierarchy:
             # made before that (another SM's, not yet stepped) would find the line's tags and take it as a hit
             horizon = self.horizon
             floor = now if horizon < 0 or horizon > now else int(horizon)
+            floor -= self.recent_window  # (kept that much longer where recent fills are counted)
             for expired in [k for k, e in pending.items() if e >> shift <= floor]:
                 del pending[expired]
             self.l2_pending_limit[index] = 2 * len(pending) + 1024

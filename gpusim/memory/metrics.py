@@ -36,6 +36,7 @@ def hierarchy_metrics(m: MemoryHierarchy, cycles: int) -> dict:
         "gpusim__sectors_per_request_global_ld": m.ld_sectors / m.ld_requests if m.ld_requests else 0.0,
         "gpusim__l1_mshr_merged_sectors": m.l1_merged,
         "gpusim__l2_pending_merged_sectors": m.l2_merged,
+        **({"gpusim__l2_recent_fill_hit_sectors": m.l2_recent_hits} if m.recent_window else {}),
         "gpusim__atomic_lane_updates": m.atomic_updates,
         "gpusim__atomic_sectors": m.atom_sectors,
         "l1tex__data_pipe_lsu_wavefronts.sum": m.data_wavefronts,

@@ -97,6 +97,8 @@ def print_run(result) -> None:
                                                      f"warp-inst simulated, error ~{sampling['error_estimate_pct']:.1f}%"))
         if "dram_error_estimate_pct" in sampling:
             rows.append(("  DRAM bytes' stated error", f"~{sampling['dram_error_estimate_pct']:.1f}%"))
+        if "l2_hit_error_points" in sampling:
+            rows.append(("  L2 hit rate's stated error", f"~{sampling['l2_hit_error_points']:.1f} points"))
     elif sampling:
         rows.append(("sampled", "no, simulated in full (why: the record's sampling.detail)"))
     if result.sync_window > 1:

@@ -24,7 +24,9 @@ arrive at once); the projected DRAM reads are the shadows' misses. r and W are e
 pilot (the tail alone at a few trips, less the same run at 0 trips where the full run outgrows the L2: a pipeline's
 prologue reads are not a trip's), or where a plan has none from its check run (the whole grid at its fewest trips),
 made first: its DRAM reads a trip, and the bytes it sent towards DRAM (written back, or dirty at its end) per block
-times the blocks of a wave. The runs' own numbers check the estimate afterwards (runner.py).
+times the blocks of a wave. The runs' own numbers check the estimate afterwards (runner.py). The L2 hits and merges
+are the shadow's too: where it misses a line the run's L2 keeps, later requests meet that line in flight, as at
+full size.
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ from .warm import bound_for_dram
 SHADOW_FOR = {"gpusim__shadow_dram_bytes_read": "dram__bytes_read.sum",
               "gpusim__shadow_dram_bytes_write": "dram__bytes_write.sum",
               "gpusim__shadow_l2_dirty_bytes_at_end": "gpusim__l2_dirty_bytes_at_end",
-              "gpusim__shadow_l2_capacity_bytes": "gpusim__l2_capacity_bytes"}
+              "gpusim__shadow_l2_capacity_bytes": "gpusim__l2_capacity_bytes",
+              "gpusim__shadow_l2_pending_merged_sectors": "gpusim__l2_pending_merged_sectors",
+              "gpusim__shadow_l2_recent_fill_hit_sectors": "gpusim__l2_recent_fill_hit_sectors"}
+SHADOW_HITS = "gpusim__shadow_l2_hit_sectors"  # the L2 hit rate's numerator, as the shadow L2 counts it
 
 
 def bytes_between_reuses(read_per_trip: float, wave_writes: float, trips: int) -> float:
@@ -90,13 +95,17 @@ def run_shadow_capacity(read_per_trip: float, wave_writes: float, capacity: int,
 
 
 def with_shadow_traffic(metrics: dict) -> dict:
-    """A run's metrics with its DRAM traffic, dirty bytes and L2 capacity the shadow L2's (the shadow's own keys
-    removed); the DRAM bandwidth is the shadow's bytes over the run's duration."""
+    """A run's metrics with its DRAM traffic, dirty bytes, L2 capacity, hits and merges the shadow L2's (the
+    shadow's own keys removed); the DRAM bandwidth is the shadow's bytes over the run's duration."""
     if "gpusim__shadow_dram_bytes_read" not in metrics:
         return metrics
-    out = {k: v for k, v in metrics.items() if k not in SHADOW_FOR}
+    out = {k: v for k, v in metrics.items() if k not in SHADOW_FOR and k != SHADOW_HITS}
     for shadow, key in SHADOW_FOR.items():
-        out[key] = metrics[shadow]
+        if shadow in metrics:
+            out[key] = metrics[shadow]
+    sectors = metrics.get("lts__t_sectors.sum", 0)
+    if SHADOW_HITS in metrics and "lts__t_sector_hit_rate.pct" in metrics:
+        out["lts__t_sector_hit_rate.pct"] = 100.0 * metrics[SHADOW_HITS] / sectors if sectors else 0.0
     dram = out["dram__bytes_read.sum"] + out["dram__bytes_write.sum"]
     out["dram__bytes.sum"] = dram
     duration = metrics.get("gpu__time_duration.sum", 0)
@@ -105,5 +114,5 @@ def with_shadow_traffic(metrics: dict) -> dict:
     return out
 
 
-__all__ = ["SHADOW_FOR", "bytes_between_reuses", "reuse_estimate", "reuse_between_waves", "run_shadow_capacity",
+__all__ = ["SHADOW_FOR", "SHADOW_HITS", "bytes_between_reuses", "reuse_estimate", "reuse_between_waves", "run_shadow_capacity",
            "shadow_capacity", "with_shadow_traffic"]

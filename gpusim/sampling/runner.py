@@ -7,8 +7,8 @@ import math
 import attrs
 
 from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, ring_trips, with_trips
-from .project import (DIRTY_AT_END, DIRTY_LARGEST, MAXIMUM, STEADY_STATE_VALUE, additive, as_record, extrapolate,
-                      merge_decay, mib, project_line, ratios, with_decaying_merges)
+from .project import (DIRTY_AT_END, DIRTY_LARGEST, L2_MERGED, MAXIMUM, STEADY_STATE_VALUE, additive, as_record,
+                      extrapolate, merge_decay, mib, project_line, ratios, with_decaying_merges)
 from .reuse import bytes_between_reuses, reuse_between_waves, run_shadow_capacity, with_shadow_traffic
 from .warm import FILL_UNCERTAINTY, factor, full_size
 from ..stats.declared import undeclared
@@ -134,14 +134,16 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         hot = sorted(((factor(plan, p), m) for p, m in warm_sums.items()), key=lambda r: r[0])
         return cold, hot
 
-    def projection_of(sums: dict, warm_sums: dict) -> dict:  # the full size's additive quantities from the runs'
+    def projection_of(sums: dict, warm_sums: dict, merge_decay: float | None = None) -> dict:  # the full size's
+        # additive quantities from the runs' (the L2 merges a trip falling at `merge_decay`: decay's by default)
         if warm_sums:
             return two_regimes(*lines_of(sums, warm_sums), warm["fill_at"], full_size(plan))
+        fall = decay if merge_decay is None else merge_decay
         per_wave = []
         for waves, points in sorted(by_wave.items()):
             if plan.trips is not None:
                 line = [(p.trips, sums[p]) for p in points]
-                per_wave.append((waves, with_decaying_merges(project_line(line, plan.trips), line, plan.trips, decay)))
+                per_wave.append((waves, with_decaying_merges(project_line(line, plan.trips), line, plan.trips, fall)))
             else:
                 per_wave.append((waves, sums[points[-1]]))
         return project_line(per_wave, plan.full_waves) if len(per_wave) > 1 else per_wave[0][1]
@@ -207,6 +209,10 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     dram_error = dram_trend + noise_term + (SHADOW_UNCERTAINTY + within_wave) * shadow_reads + dirty_unknown
     if warm:
         dram_error += fill_error(*lines_of(sums, warm_sums), warm["fill_at"], projected, DRAM_BYTES)
+    # the merges a falling trend turned into hits are as uncertain as the hits close to a fill
+    merged = projected.get(L2_MERGED, 0.0)
+    unfallen = projection_of(sums, warm_sums, 0.0).get(L2_MERGED, merged) if decay > 0 else merged
+    l2_hit_error = l2_hit_error_points(projected, max(0.0, unfallen - merged))
     if exact_warp_insts is not None:
         simulated = projected.get("smsp__inst_executed.sum", 0)
         off = abs(simulated - exact_warp_insts) / exact_warp_insts if exact_warp_insts else 0.0
@@ -242,6 +248,7 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         **({"l2_merge_decay": round(decay, 3)} if plan.trips is not None else {}),  # merges a trip ~ trip ** -p
         "error_estimate_pct": round(100 * error, 2),
         "dram_error_estimate_pct": round(100 * dram_error, 2),
+        **({"l2_hit_error_points": round(l2_hit_error, 2)} if l2_hit_error is not None else {}),
         "exact": sorted({"smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "gpu_sim_insn",
                          "smsp__thread_inst_executed_per_inst_executed.ratio"} & set(metrics))
         if exact_warp_insts is not None else [],
@@ -304,6 +311,24 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
 
 
 DRAM_BYTES = "dram__bytes.sum"  # (additive: bytes bound for DRAM, see project.additive)
+L2_RECENT_FILL_HITS = "gpusim__l2_recent_fill_hit_sectors"  # (memory.hierarchy.count_recent_fills)
+
+
+def l2_hit_error_points(projected: dict, fallen_merges: float = 0.0) -> float | None:
+    """The L2 hit rate's stated error, in points: the projected share of L2 sectors that hit within the longest
+    DRAM read a run saw (plus its start spread) of their line's fill, and of the merges a trend falling with the
+    trips (`fallen_merges`, project.merge_decay) made hits. A request that close to a miss met the line in flight
+    wherever the blocks sharing it ran in step, and is then a merge, not a hit: how closely they do is the whole
+    grid's timing, which the reduced runs, started spread and cut short, do not reproduce. gemm_tile128 4096^3 on
+    h100: the tail alone at 16 trips and 232 blocks hits 42% of its sectors and merges 34%; one full wave of 264
+    blocks started at once hits 0.5% and merges 76%; the full run hits 21%. None where the runs did not count."""
+    sectors = projected.get("lts__t_sectors.sum", 0)
+    if L2_RECENT_FILL_HITS not in projected or not sectors:
+        return None
+    share = max(0.0, projected[L2_RECENT_FILL_HITS]) + max(0.0, fallen_merges)
+    return min(100.0, 100.0 * share / sectors)
+
+
 WITHIN_WAVE_LOSS = 0.05  # a shadow reading this much more than its run's L2 where no wave came before: too small
 
 

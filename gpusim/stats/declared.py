@@ -188,9 +188,12 @@ METRICS: dict[str, Metric] = _declare(
       for p in PIPES],
 )
 
-# Helper quantities a sampled run's reduced runs add (a shadow L2's DRAM traffic): projected, then removed
+# Helper quantities a sampled run's reduced runs add (a shadow L2's DRAM traffic, the L2 hits close to a fill):
+# projected, then removed
 INTERNAL = {"gpusim__shadow_dram_bytes_read", "gpusim__shadow_dram_bytes_write",
-            "gpusim__shadow_l2_dirty_bytes_at_end", "gpusim__shadow_l2_capacity_bytes"}
+            "gpusim__shadow_l2_dirty_bytes_at_end", "gpusim__shadow_l2_capacity_bytes",
+            "gpusim__shadow_l2_hit_sectors", "gpusim__shadow_l2_pending_merged_sectors",
+            "gpusim__shadow_l2_recent_fill_hit_sectors", "gpusim__l2_recent_fill_hit_sectors"}
 
 
 def kind(name: str) -> str | None:

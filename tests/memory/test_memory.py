@@ -219,6 +219,31 @@ def test_a_shadow_l2_of_the_l2s_own_size_counts_exactly_its_dram_traffic(workloa
     assert m["gpusim__shadow_dram_bytes_read"] == m["dram__bytes_read.sum"] > 0
     assert m["gpusim__shadow_dram_bytes_write"] == m["dram__bytes_write.sum"]
     assert m["gpusim__shadow_l2_dirty_bytes_at_end"] == m["gpusim__l2_dirty_bytes_at_end"]
+    # and its hits and merges with lines in flight: the L2's own (a line in flight from DRAM is so in both)
+    assert m["gpusim__shadow_l2_pending_merged_sectors"] == m["gpusim__l2_pending_merged_sectors"]
+    hits = m["lts__t_sector_hit_rate.pct"] * m["lts__t_sectors.sum"] / 100
+    assert m["gpusim__shadow_l2_hit_sectors"] == pytest.approx(hits, abs=1e-6)
     plain = api.simulate_kernel(kernel, spec, options).metrics
     assert {k: v for k, v in m.items() if "shadow" not in k} == plain  # it changes nothing else
     assert not any("shadow" in k for k in plain)
+
+
+def test_a_reduced_run_counts_the_l2_hits_close_to_their_lines_fill_and_a_shadow_of_its_size_the_same():
+    """A sampled run's reduced runs (block_limit) count the L2 hits on sectors filled from DRAM less than the DRAM's
+    latency plus the run's start spread before (they would merge with the fill where the blocks sharing the line
+    ran in closer step: the L2 hit rate's stated error); its shadow L2 of the L2's size counts the same; a full run
+    counts none and its record has no such key."""
+    from gpusim import api
+    from gpusim.arch import load_arch
+    from gpusim.options import RunOptions
+
+    spec = load_arch("h100")
+    kernel = api.load_kernel(ROOT / "workloads/gemm_tile128_sync.yaml", {"M": 512, "N": 512, "K": 512})
+    options = RunOptions(sms=8, max_instructions=None, sample="off")
+    blocks = 16
+    m = api.simulate_kernel(kernel, spec, options, block_limit=blocks, stagger=500,
+                            shadow_l2=spec.memory.l2.size_bytes).metrics
+    hits = m["lts__t_sector_hit_rate.pct"] * m["lts__t_sectors.sum"] / 100
+    assert 0 < m["gpusim__l2_recent_fill_hit_sectors"] <= hits + 1e-6
+    assert m["gpusim__shadow_l2_recent_fill_hit_sectors"] == m["gpusim__l2_recent_fill_hit_sectors"]
+    assert "gpusim__l2_recent_fill_hit_sectors" not in api.simulate_kernel(kernel, spec, options).metrics

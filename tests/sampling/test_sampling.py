@@ -926,3 +926,16 @@ def test_the_accuracy_scripts_table_option_refuses_a_file_that_is_not_its_result
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
     assert done.stderr.startswith(f"sampling_accuracy.py: --table {bad}: not a results file")
+
+
+def test_the_l2_hit_rates_stated_error_is_the_projected_share_of_hits_close_to_a_fill():
+    """runner.l2_hit_error_points: 100 x the projected L2 hits within a DRAM latency (plus the start spread) of
+    their line's fill over the projected L2 sectors, at most 100 and never negative; None where the runs did not
+    count them."""
+    from gpusim.sampling.runner import L2_RECENT_FILL_HITS, l2_hit_error_points
+
+    assert l2_hit_error_points({"lts__t_sectors.sum": 1000, L2_RECENT_FILL_HITS: 250.0}) == 25.0
+    assert l2_hit_error_points({"lts__t_sectors.sum": 1000, L2_RECENT_FILL_HITS: -5.0}) == 0.0
+    assert l2_hit_error_points({"lts__t_sectors.sum": 10, L2_RECENT_FILL_HITS: 50.0}) == 100.0
+    assert l2_hit_error_points({"lts__t_sectors.sum": 1000}) is None
+    assert l2_hit_error_points({L2_RECENT_FILL_HITS: 5.0}) is None
