@@ -347,8 +347,8 @@ class MemoryHierarchy:
     def use_shadow_l2(self, size_bytes: int) -> None:
         """Keep beside the L2 a shadow of it of `size_bytes` (gpusim.memory.shadow_l2): it sees every L2 access and
         counts the DRAM traffic an L2 of that size would make, with no effect on timing."""
-        self.shadow = ShadowL2(self.l2_spec, len(self.l2), size_bytes, self.sector, self.sector_count,
-                               max(0, self.dram_latency - self.l2_hit_latency))
+        self.shadow = ShadowL2(self.l2_spec, len(self.l2), self.l2[0].sets, size_bytes, self.sector,
+                               self.sector_count, max(0, self.dram_latency - self.l2_hit_latency))
 
     def count_recent_fills(self, spread: int) -> None:
         """Count the L2 hits (the shadow L2's too) on sectors filled from DRAM less than the longest DRAM read yet

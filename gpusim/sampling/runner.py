@@ -7,8 +7,8 @@ import math
 import attrs
 
 from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, ring_trips, with_trips
-from .project import (DIRTY_AT_END, DIRTY_LARGEST, L2_MERGED, MAXIMUM, STEADY_STATE_VALUE, additive, as_record,
-                      extrapolate, merge_decay, mib, project_line, ratios, with_decaying_merges)
+from .project import (DIRTY_AT_END, DIRTY_LARGEST, L2_HITS, L2_MERGED, MAXIMUM, STEADY_STATE_VALUE, additive,
+                      as_record, extrapolate, merge_decay, mib, project_line, ratios, with_decaying_merges)
 from .reuse import bytes_between_reuses, reuse_between_waves, run_shadow_capacity, with_shadow_traffic
 from .warm import FILL_UNCERTAINTY, factor, full_size
 from ..stats.declared import undeclared
@@ -197,13 +197,14 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         trend = abs(from_late - from_early) / 2 / scale if scale > 0 else float("inf")
         error = trend + fill_term + noise_term
         dram_trend = line_trend(sums, (p0, p1, p2), x, target, DRAM_BYTES)
+        l2_trend = line_trend(sums, (p0, p1, p2), x, target, L2_HITS)  # (relative to the hits)
         # settled: the cost per unit has stopped changing (the trend, with the fill's share), whatever the noise
         steady = {f"cycles_per_{unit}": [round(early, 1), round(late, 1)], f"{unit}s": [x[p0], x[p1], x[p2]],
                   "change": round(change, 4), "settled": trend + fill_term <= SETTLED,
                   "error_from_trend_pct": round(100 * trend, 2), "error_from_run_noise_pct": round(100 * noise_term, 2)}
     if not checks:
         error = fill_term + noise_term
-        dram_trend = 0.0
+        dram_trend = l2_trend = 0.0
     # (the runs' noise as the cycles have it: a run whose schedule moves by chance moves what its L2 holds when,
     # and so what it reads from DRAM; not measured for the bytes by themselves)
     dram_error = dram_trend + noise_term + (SHADOW_UNCERTAINTY + within_wave) * shadow_reads + dirty_unknown
@@ -212,7 +213,7 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     # the merges a falling trend turned into hits are as uncertain as the hits close to a fill
     merged = projected.get(L2_MERGED, 0.0)
     unfallen = projection_of(sums, warm_sums, 0.0).get(L2_MERGED, merged) if decay > 0 else merged
-    l2_hit_error = l2_hit_error_points(projected, max(0.0, unfallen - merged))
+    l2_hit_error = l2_hit_error_points(projected, max(0.0, unfallen - merged), l2_trend)
     if exact_warp_insts is not None:
         simulated = projected.get("smsp__inst_executed.sum", 0)
         off = abs(simulated - exact_warp_insts) / exact_warp_insts if exact_warp_insts else 0.0
@@ -314,10 +315,11 @@ DRAM_BYTES = "dram__bytes.sum"  # (additive: bytes bound for DRAM, see project.a
 L2_RECENT_FILL_HITS = "gpusim__l2_recent_fill_hit_sectors"  # (memory.hierarchy.count_recent_fills)
 
 
-def l2_hit_error_points(projected: dict, fallen_merges: float = 0.0) -> float | None:
+def l2_hit_error_points(projected: dict, fallen_merges: float = 0.0, trend: float = 0.0) -> float | None:
     """The L2 hit rate's stated error, in points: the projected share of L2 sectors that hit within the longest
     DRAM read a run saw (plus its start spread) of their line's fill, and of the merges a trend falling with the
-    trips (`fallen_merges`, project.merge_decay) made hits. A request that close to a miss met the line in flight
+    trips (`fallen_merges`, project.merge_decay) made hits, and the hits' own trend (`trend`: line_trend's, a share
+    of them) as points of the projected hit rate. A request that close to a miss met the line in flight
     wherever the blocks sharing it ran in step, and is then a merge, not a hit: how closely they do is the whole
     grid's timing, which the reduced runs, started spread and cut short, do not reproduce. gemm_tile128 4096^3 on
     h100: the tail alone at 16 trips and 232 blocks hits 42% of its sectors and merges 34%; one full wave of 264
@@ -326,7 +328,8 @@ def l2_hit_error_points(projected: dict, fallen_merges: float = 0.0) -> float | 
     if L2_RECENT_FILL_HITS not in projected or not sectors:
         return None
     share = max(0.0, projected[L2_RECENT_FILL_HITS]) + max(0.0, fallen_merges)
-    return min(100.0, 100.0 * share / sectors)
+    hit_rate = max(0.0, projected.get(L2_HITS, 0.0)) / sectors  # (L2_HITS: 100 x the hit sectors)
+    return min(100.0, 100.0 * share / sectors + trend * hit_rate)
 
 
 WITHIN_WAVE_LOSS = 0.05  # a shadow reading this much more than its run's L2 where no wave came before: too small

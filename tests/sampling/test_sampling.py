@@ -929,9 +929,9 @@ def test_the_accuracy_scripts_table_option_refuses_a_file_that_is_not_its_result
 
 
 def test_the_l2_hit_rates_stated_error_is_the_projected_share_of_hits_close_to_a_fill():
-    """runner.l2_hit_error_points: 100 x the projected L2 hits within a DRAM latency (plus the start spread) of
-    their line's fill over the projected L2 sectors, at most 100 and never negative; None where the runs did not
-    count them."""
+    """runner.l2_hit_error_points: 100 x the projected L2 hits within the longest DRAM read (plus the start spread)
+    of their line's fill over the projected L2 sectors, with the merges a falling trend made hits and the hits' own
+    trend, at most 100 and never negative; None where the runs did not count them."""
     from gpusim.sampling.runner import L2_RECENT_FILL_HITS, l2_hit_error_points
 
     assert l2_hit_error_points({"lts__t_sectors.sum": 1000, L2_RECENT_FILL_HITS: 250.0}) == 25.0
@@ -939,3 +939,6 @@ def test_the_l2_hit_rates_stated_error_is_the_projected_share_of_hits_close_to_a
     assert l2_hit_error_points({"lts__t_sectors.sum": 10, L2_RECENT_FILL_HITS: 50.0}) == 100.0
     assert l2_hit_error_points({"lts__t_sectors.sum": 1000}) is None
     assert l2_hit_error_points({L2_RECENT_FILL_HITS: 5.0}) is None
+    # the merges a falling trend made hits count as those hits do; the hits' own trend as a share of the hit rate
+    sums = {"lts__t_sectors.sum": 1000, L2_RECENT_FILL_HITS: 250.0, "lts__t_sector_hit_rate.pct": 100 * 600.0}
+    assert l2_hit_error_points(sums, fallen_merges=50.0, trend=0.1) == pytest.approx(25.0 + 5.0 + 0.1 * 60.0)
