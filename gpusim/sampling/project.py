@@ -152,7 +152,7 @@ def project_line(points: list[tuple[float, dict]], x: float) -> dict:
             out[key] = max(y0, y1) if key in MAXIMUM else y1
             continue
         value = extrapolate(x0, y0, x1, y1, x)
-        out[key] = value if value > 0 or y1 <= 0 else 0.0
+        out[key] = value if value > 0 or y1 < 0 else 0.0
     return out
 
 

@@ -371,11 +371,12 @@ def line_trend(sums: dict, runs: tuple, x: dict, target: float, key: str) -> flo
 
 # What the DRAM reads a shadow L2 gives are worth: a reuse across waves that the full run's L2 keeps or loses
 # depends on how many lines pass through its set between the two uses, against the set's ways, and the shadow stands
-# for that distance from an estimate (reuse.py). Measured against the full runs of the real-size GEMMs of
+# for that distance from an estimate (reuse.py) with fewer ways or sets than the L2 (shadow_l2.py): the spread of
+# that count over the sets is not the L2's. Against the full runs of the real-size GEMMs of
 # validation/results/sampling-accuracy.json (gemm_tile128 and gemm_multistage at 4096^3 on h100 and a100,
-# gemm_hopper_ws at 8192^3 on h100, gemm_blackwell_umma at 8192^3 on b200), their projected reads are -3.4% to
-# +11.7% off; the stated DRAM error takes 12% of the bytes the shadow gives, and as much again as the shadow loses
-# within a wave (within_wave_loss).
+# gemm_hopper_ws at 8192^3 on h100, gemm_blackwell_umma at 8192^3 on b200), their DRAM bytes are -3.6% to +4.8% off,
+# and were -0.9% to +8.7% with a shadow of the L2's ways and fewer sets; the stated DRAM error takes 12% of the bytes
+# the shadow gives, and as much again as the shadow loses within a wave (within_wave_loss).
 SHADOW_UNCERTAINTY = 0.12
 
 

@@ -942,3 +942,14 @@ def test_the_l2_hit_rates_stated_error_is_the_projected_share_of_hits_close_to_a
     # the merges a falling trend made hits count as those hits do; the hits' own trend as a share of the hit rate
     sums = {"lts__t_sectors.sum": 1000, L2_RECENT_FILL_HITS: 250.0, "lts__t_sector_hit_rate.pct": 100 * 600.0}
     assert l2_hit_error_points(sums, fallen_merges=50.0, trend=0.1) == pytest.approx(25.0 + 5.0 + 0.1 * 60.0)
+
+
+def test_a_count_that_falls_to_nothing_projects_to_nothing_not_below():
+    """project.project_line: a count positive at the earlier point and 0 at the later one (a stall reason the
+    larger run no longer meets) is held at 0 at full size, not extrapolated below it (a projected -0.00 cycles per
+    instruction in the stall table); a count already negative at the later point is left as the line gives it."""
+    from gpusim.sampling.project import project_line
+
+    out = project_line([(4, {"stall": 12.0, "signed": -1.0}), (8, {"stall": 0.0, "signed": -2.0})], 128)
+    assert out["stall"] == 0.0
+    assert out["signed"] == -32.0
