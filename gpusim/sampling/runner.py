@@ -207,7 +207,9 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         dram_trend = l2_trend = 0.0
     # (the runs' noise as the cycles have it: a run whose schedule moves by chance moves what its L2 holds when,
     # and so what it reads from DRAM; not measured for the bytes by themselves)
-    dram_error = dram_trend + noise_term + (SHADOW_UNCERTAINTY + within_wave) * shadow_reads + dirty_unknown
+    # (a shadow that loses what one wave's blocks share loses it in the tail and again in every wave the projection
+    # adds: twice the loss measured on the tail alone)
+    dram_error = dram_trend + noise_term + (SHADOW_UNCERTAINTY + 2 * within_wave) * shadow_reads + dirty_unknown
     if warm:
         dram_error += fill_error(*lines_of(sums, warm_sums), warm["fill_at"], projected, DRAM_BYTES)
     # the merges a falling trend turned into hits are as uncertain as the hits close to a fill
@@ -376,7 +378,7 @@ def line_trend(sums: dict, runs: tuple, x: dict, target: float, key: str) -> flo
 # validation/results/sampling-accuracy.json (gemm_tile128 and gemm_multistage at 4096^3 on h100 and a100,
 # gemm_hopper_ws at 8192^3 on h100, gemm_blackwell_umma at 8192^3 on b200), their DRAM bytes are -3.6% to +4.8% off,
 # and were -0.9% to +8.7% with a shadow of the L2's ways and fewer sets; the stated DRAM error takes 12% of the bytes
-# the shadow gives, and as much again as the shadow loses within a wave (within_wave_loss).
+# the shadow gives, and twice what the shadow loses within a wave (within_wave_loss).
 SHADOW_UNCERTAINTY = 0.12
 
 
