@@ -467,6 +467,19 @@ def table_event_loop(opts) -> str:
             + f"\n({d['machine']}, {d['measured']}; `{d['command']}`.)\n")
 
 
+def table_host_counts(opts) -> str:
+    d = _load("host-counts.json")
+    if d is None:
+        return "(no record yet: `python validation/host_counts.py`)\n"
+    rows = [[r["sms"], _n(r["warp_instructions"]), f"{r['host_instructions_per_warp_instruction']:,.0f}",
+             f"{r['d1_misses_per_warp_instruction']:.1f}", f"{r['ll_misses_per_warp_instruction']:.2f}"]
+            for r in d["rows"]]
+    model = " ".join(d["rows"][0]["runs"][0].get("ll_model", "").split())  # (cachegrind pads it)
+    return (_table(["busy SMs", "warp-instructions counted", "host instructions / warp-inst",
+                    "L1 data misses / warp-inst", "last-level misses / warp-inst"], rows, "rrrrr")
+            + f"\n({d['machine']}, {d['date']}, commit {d['commit']}; {model}; `{d['command']}`.)\n")
+
+
 def table_sampling_spread(opts) -> str:
     d = _load("sampling-spread.json")
     out = []
@@ -634,7 +647,7 @@ TABLES = {"main-job-time": table_main_job_time, "accuracy": table_accuracy, "acc
           "sampling-accuracy": table_sampling_accuracy, "sampling-short": table_sampling_short,
           "microbench": table_microbench, "microbench-short": table_microbench_short,
           "published": table_published, "published-short": table_published_short,
-          "sync-window": table_sync_window, "event_loop": table_event_loop, "sampling-spread": table_sampling_spread, "bench": table_bench,
+          "sync-window": table_sync_window, "event_loop": table_event_loop, "host-counts": table_host_counts, "sampling-spread": table_sampling_spread, "bench": table_bench,
           "vectoradd": table_vectoradd, "llm": table_llm, "llm-kernels": table_llm_kernels,
           "llm-validation": table_llm_validation}
 
