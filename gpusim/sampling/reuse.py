@@ -43,16 +43,6 @@ SHADOW_FOR = {"gpusim__shadow_dram_bytes_read": "dram__bytes_read.sum",
 SHADOW_HITS = "gpusim__shadow_l2_hit_sectors"  # the L2 hit rate's numerator, as the shadow L2 counts it
 
 
-# An L2 of 16-way sets starts losing reuses before the bytes between two uses reach its capacity: the lines that
-# pass through one set in between vary from set to set (about as the square root of their mean, 4 lines at 16, for
-# lines spread over the sets at random), and a reuse is lost in a set past its ways. One standard deviation below
-# 16 ways is three quarters of them: past that share of its capacity an L2 loses reuses in a sixth of its sets and
-# more, and a reduced run whose own distance is shorter keeps them. gemm_tile128 4096^3 on h200: 59 MB between
-# reuses in a 60 MB L2; the full run reads B from DRAM again for most waves, and runs with no shadow read half its
-# DRAM bytes. 4096x4096x1024 on h100: 36 MB in 50 MB (0.69), and runs with no shadow are within 2.4%.
-LOSES_FROM = 0.75
-
-
 def bytes_between_reuses(read_per_trip: float, wave_writes: float, trips: int) -> float:
     """What passes through the L2 between a wave's use of a line and the next wave's at `trips` trips: r n + W."""
     return read_per_trip * trips + wave_writes
@@ -61,14 +51,13 @@ def bytes_between_reuses(read_per_trip: float, wave_writes: float, trips: int) -
 def reuse_between_waves(read_per_trip: float, wave_writes: float, capacity: float, trips: int,
                         reduced_trips: int) -> dict | None:
     """The bytes passing through the L2 between a wave's use of a line and the next wave's, at full size (`trips`
-    trips) and in a run at `reduced_trips`, when the full run's outgrow the share of `capacity` an L2 keeps every
-    reuse within (LOSES_FROM) and the run's are fewer and fit (None: the same in both). The
+    trips) and in a run at `reduced_trips`, when only the run's fit in `capacity` (None: the same in both). The
     sign of the error this makes uncorrected is the kernel's: gemm_tile128 4096^3 on h100 (68 MB against 29 MB,
     in 50 MB) projected half the full run's DRAM traffic, 1024x512x1024 on 4 SMs of an H100 given a 2 MB L2 9.7%
     more reads."""
     full = bytes_between_reuses(read_per_trip, wave_writes, trips)
     reduced = bytes_between_reuses(read_per_trip, wave_writes, reduced_trips)
-    if capacity <= 0 or not reduced < min(full, capacity) or full <= capacity * LOSES_FROM:
+    if capacity <= 0 or not reduced < capacity < full:
         return None
     return {"bytes_between_reuses_full": round(full), "bytes_between_reuses_reduced": round(reduced),
             "l2_capacity_bytes": round(capacity)}
@@ -90,8 +79,8 @@ def shadow_capacity(read_per_trip: float, wave_writes: float, capacity: int, tri
                     run_trips: list[int]) -> int:
     """The shadow L2's size for runs at `run_trips` trips of a hot loop of `trips` (0: none needed, the runs keep
     between waves what the full run keeps): C (r n + W) / (r N + W) for the fewest trips n, when the full run's
-    distance between reuses outgrows the share of C an L2 keeps every reuse within (LOSES_FROM) and the fewest
-    trips' is shorter."""
+    distance between reuses outgrows C and the fewest trips' does not (a run whose own distance outgrows C
+    forgets as the full run does, whatever its shadow)."""
     if not run_trips or reuse_between_waves(read_per_trip, wave_writes, capacity, trips, min(run_trips)) is None:
         return 0
     fewest = bytes_between_reuses(read_per_trip, wave_writes, min(run_trips))
@@ -125,5 +114,5 @@ def with_shadow_traffic(metrics: dict) -> dict:
     return out
 
 
-__all__ = ["LOSES_FROM", "SHADOW_FOR", "SHADOW_HITS", "bytes_between_reuses", "reuse_estimate", "reuse_between_waves", "run_shadow_capacity",
+__all__ = ["SHADOW_FOR", "SHADOW_HITS", "bytes_between_reuses", "reuse_estimate", "reuse_between_waves", "run_shadow_capacity",
            "shadow_capacity", "with_shadow_traffic"]

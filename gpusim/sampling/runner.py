@@ -9,7 +9,7 @@ import attrs
 from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, ring_trips, with_trips
 from .project import (DIRTY_AT_END, DIRTY_LARGEST, L2_HITS, L2_MERGED, MAXIMUM, STEADY_STATE_VALUE, additive,
                       as_record, extrapolate, merge_decay, mib, project_line, ratios, with_decaying_merges)
-from .reuse import LOSES_FROM, bytes_between_reuses, reuse_between_waves, run_shadow_capacity, with_shadow_traffic
+from .reuse import bytes_between_reuses, reuse_between_waves, run_shadow_capacity, with_shadow_traffic
 from .warm import FILL_UNCERTAINTY, factor, full_size
 from ..stats.declared import undeclared
 
@@ -116,8 +116,7 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     reuse = _reuse_bytes(plan, own, by_wave)
     caveat = reuse_between_waves(*reuse) if reuse is not None else None
     dropped_shadow = None
-    if l2 and reuse is not None and caveat is None and \
-            bytes_between_reuses(*reuse[:2], plan.trips) <= reuse[2] * LOSES_FROM:
+    if l2 and reuse is not None and caveat is None and bytes_between_reuses(*reuse[:2], plan.trips) <= reuse[2]:
         # the runs' own numbers (a difference of two runs, where the first run's estimate took in what the program
         # reads outside the loop) say the full run keeps between waves what its L2 holds: no shadow's traffic
         dropped_shadow, l2 = l2, None

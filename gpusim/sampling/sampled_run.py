@@ -23,7 +23,7 @@ from ..workload import kernel_mix
 from . import parallel
 from .plan import Plan, Point, extend_trips, hot_loops, make_plan, midpoint_check, with_trips
 from .project import mib
-from .reuse import LOSES_FROM, bytes_between_reuses, reuse_estimate, run_shadow_capacity, shadow_capacity
+from .reuse import bytes_between_reuses, reuse_estimate, run_shadow_capacity, shadow_capacity
 from .runner import (INSTRUCTION_CHECK, WITHIN_WAVE_LOSS, no_trip_point, pilot_point, point_key, point_kernel,
                      project, ramp_only, run_spread, trips_spread)
 from .warm import warm_plan
@@ -312,13 +312,12 @@ def run_shadow(l2: dict, point: Point, plan: Plan) -> int:
 
 def outgrows_l2(plan: Plan, first: Point, metrics: dict) -> bool:
     """Whether, by the numbers of the run made `first` (its reads a trip erring high), the full run's distance
-    between a wave's use of a line and the next wave's exceeds the share of the L2 that keeps every reuse (see
-    sampling.reuse)."""
+    between a wave's use of a line and the next wave's exceeds the L2 (see sampling.reuse)."""
     capacity = metrics.get("gpusim__l2_capacity_bytes", 0)
     if not plan.trips_over_waves or not capacity:
         return False
     read, writes = reuse_estimate(metrics, first.trips or plan.trips, first.blocks, plan.wave_blocks)
-    return bytes_between_reuses(read, writes, plan.trips) > capacity * LOSES_FROM
+    return bytes_between_reuses(read, writes, plan.trips) > capacity
 
 
 def shadow_for_runs(plan: Plan, first: Point, metrics: dict, points, source: str,
