@@ -41,7 +41,7 @@ from ..isa.inst import WarpInst, lane_offsets
 from .cache import SectoredCache
 from .coalescer import Coalescer, hottest_address_per_line, local_addresses
 from .l2_contents import dirty_bytes_in, warm_fill
-from .l2_tags import line_hash, update_tags
+from .l2_tags import forget_returned, line_hash, update_tags
 from .levels import DRAM, L1, L2, LEVEL_MASK
 from .metrics import hierarchy_metrics
 from .mshr import MshrTable
@@ -448,10 +448,8 @@ class MemoryHierarchy:
             # made before that (another SM's, not yet stepped) would find the line's tags and take it as a hit
             horizon = self.horizon
             floor = now if horizon < 0 or horizon > now else int(horizon)
-            floor -= self.recent_window  # (kept that much longer where recent fills are counted)
-            for expired in [k for k, e in pending.items() if e >> shift <= floor]:
-                del pending[expired]
-            self.l2_pending_limit[index] = 2 * len(pending) + 1024
+            # (kept the recent window longer where recent fills are counted)
+            self.l2_pending_limit[index] = forget_returned(pending, floor - self.recent_window, shift)
 
     def _writeback(self, line: int, dirty_mask: int, now: int) -> None:
         """An evicted line's dirty sectors go to DRAM: they take their channel's time from `now` on."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from .cache import SectoredCache
 from .l2_contents import dirty_bytes_in
-from .l2_tags import update_tags
+from .l2_tags import forget_returned, update_tags
 
 SHIFT = 16  # a pending entry: (cycle back) << SHIFT | the sectors in flight (at most 16 a line)
 SECTORS = (1 << SHIFT) - 1
@@ -96,10 +96,7 @@ class ShadowL2:
                 sectors |= entry & SECTORS
             pending[key] = back << SHIFT | sectors
             if len(pending) > self.pending_limit[index]:
-                floor -= window
-                for expired in [k for k, e in pending.items() if e >> SHIFT <= floor]:
-                    del pending[expired]
-                self.pending_limit[index] = 2 * len(pending) + 1024
+                self.pending_limit[index] = forget_returned(pending, floor - window, SHIFT)
         evicted = update_tags(cache, line, mask, missing, write, atomic)
         if evicted:
             self.dram_write += count[evicted] * self.sector
