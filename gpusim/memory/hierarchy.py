@@ -42,7 +42,7 @@ from .cache import SectoredCache
 from .coalescer import Coalescer, hottest_address_per_line, local_addresses
 from .l2_contents import dirty_bytes_in, warm_fill
 from .l2_tags import forget_returned, line_hash, update_tags
-from .levels import DRAM, L1, L2, LEVEL_MASK
+from .levels import DRAM, L1, L2, L2_IN_FLIGHT
 from .metrics import hierarchy_metrics
 from .mshr import MshrTable
 from .shadow_l2 import ShadowL2
@@ -135,8 +135,8 @@ class MemoryHierarchy:
         self.network = SmToSmNetwork(mem.sm_to_sm, sms)
         self.dsmem_requests: list[int] = [0, 0, 0]  # loads, stores, atomics on another block's shared memory
         self.dsmem_sectors: list[int] = [0, 0, 0]
-        self.latency_sum: list[int] = [0, 0, 0]
-        self.latency_count: list[int] = [0, 0, 0]
+        self.latency_sum: list[int] = [0, 0, 0, 0]  # by the deepest level a load's own requests reached (levels.py)
+        self.latency_count: list[int] = [0, 0, 0, 0]
 
     # --- the interface -------------------------------------------------------------------------------------
     def access(self, sm: int, inst: WarpInst, now: int) -> tuple[int, int]:
@@ -215,7 +215,7 @@ class MemoryHierarchy:
         ready, level = start + passes - 1 + self.l1_hit_latency, L1
         hits = merged = 0
         # an MSHR entry's fields (see MshrTable.entries)
-        ready_shift, level_shift, sectors_mask = table.ready_shift, table.level_shift, table.sectors
+        ready_shift, sectors_mask = table.ready_shift, table.sectors
         missing: list[int] = []  # the lines missed, and the sectors missed in each (side by side)
         missing_sectors: list[int] = []
         for relative, mask in by_line:
@@ -223,13 +223,11 @@ class MemoryHierarchy:
             inflight = mshr.get(line)
             if inflight is not None and inflight >> ready_shift > now:
                 pending = inflight & sectors_mask & mask
-                if pending:  # merged with the miss in flight: done when its data arrives, not before
-                    merged += count[pending]
+                if pending:  # merged with the miss in flight: done when its data arrives, not before (its
+                    merged += count[pending]  # level is the miss's: the load's latency counts its own requests')
                     back = inflight >> ready_shift
                     if back > ready:
                         ready = back
-                    if inflight >> level_shift & LEVEL_MASK > level:
-                        level = inflight >> level_shift & LEVEL_MASK
                     mask &= ~pending
                     if not mask:
                         continue
@@ -400,7 +398,7 @@ class MemoryHierarchy:
         back = 0  # merged with sectors in flight from DRAM: not before they arrive
         if inflight:
             self.l2_merged += self.sector_count[inflight]
-            level, back = DRAM, entry >> shift if entry is not None else 0
+            level, back = L2_IN_FLIGHT, entry >> shift if entry is not None else 0
         if write and not atomic:  # write-back L2; a full-sector write needs no read from DRAM
             level, back = L2, 0
         elif missing:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .levels import DRAM, L1, L2
+from .levels import DRAM, L1, L2, L2_IN_FLIGHT
 
 if TYPE_CHECKING:
     from .hierarchy import MemoryHierarchy
@@ -76,5 +76,6 @@ def hierarchy_metrics(m: MemoryHierarchy, cycles: int) -> dict:
         "l1tex__t_bytes_pipe_lsu_mem_dshared.sum": dsmem_bytes,
         "gpusim__load_latency_l1_hit": avg(L1),
         "gpusim__load_latency_l2_hit": avg(L2),
+        "gpusim__load_latency_l2_in_flight": avg(L2_IN_FLIGHT),
         "gpusim__load_latency_dram": avg(DRAM),
     }

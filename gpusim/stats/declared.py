@@ -158,7 +158,11 @@ METRICS: dict[str, Metric] = _declare(
     ("l1tex__t_bytes_pipe_lsu_mem_dshared.sum", "bytes", "count", "distributed shared memory bytes"),
     ("gpusim__load_latency_l1_hit", "cycles", "steady", "average load-to-use latency of loads served by L1"),
     ("gpusim__load_latency_l2_hit", "cycles", "steady", "average load-to-use latency of loads served by L2"),
-    ("gpusim__load_latency_dram", "cycles", "steady", "average load-to-use latency of loads served by DRAM"),
+    ("gpusim__load_latency_l2_in_flight", "cycles", "steady",
+     "average load-to-use latency of loads whose deepest request met at the L2 a DRAM read of its line in flight "
+     "(merged: it waits for that read's data, from its own L2 latency up)"),
+    ("gpusim__load_latency_dram", "cycles", "steady",
+     "average load-to-use latency of loads whose deepest request read DRAM itself"),
     # speed of light (gpusim.stats.invariants.speed_of_light)
     ("sm__inst_executed.avg.pct_of_peak_sustained_elapsed", "%", "derived", "issue slots used"),
     ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed", "%", "derived", "FP32 pipe's peak used"),

@@ -138,8 +138,8 @@ def violations(metrics: dict, spec) -> list[str]:
     mem = spec.memory
     # causality: no load completes before its level's load-to-use latency
     for level, latency in (("l1_hit", mem.l1.hit_latency), ("l2_hit", mem.l2.hit_latency),
-                           ("dram", mem.dram.latency)):
-        got = m[f"gpusim__load_latency_{level}"]
+                           ("l2_in_flight", mem.l2.hit_latency), ("dram", mem.dram.latency)):
+        got = m.get(f"gpusim__load_latency_{level}", 0.0)
         if got and got < latency:
             out.append(f"loads served by {level} took {got:.1f} cycles on average, below its latency {latency}")
     # bytes conserved between levels
