@@ -324,8 +324,8 @@ def _sampling_rows():
     return d["rows"] if d else []
 
 
-def table_sampling_accuracy(opts) -> str:
-    rows = _sampling_rows()
+def table_sampling_accuracy(opts, rows=None) -> str:
+    rows = _sampling_rows() if rows is None else rows
     out = []
     for r in rows:
         share = 100 * r["simulated"] / r["total"] if r.get("total") else 100
@@ -337,6 +337,11 @@ def table_sampling_accuracy(opts) -> str:
     return _table(["workload", "arch", "method", "simulated", "cycles full", "sampled", "error", "stated",
                    "DRAM bytes", "stated", "L2 hit", "stated", "wall full / sampled"], out, "lllrrrrrrrrrr") + "\n" + \
         sampling_summary(rows) + "\n"
+
+
+def table_sampling_other_parts(opts) -> str:
+    d = _load("sampling-other-parts.json")
+    return table_sampling_accuracy(opts, d["rows"]) if d else ""
 
 
 def sampling_summary(rows) -> str:
@@ -644,7 +649,8 @@ def table_accuracy_site(opts) -> str:
 
 TABLES = {"main-job-time": table_main_job_time, "accuracy": table_accuracy, "accuracy-site": table_accuracy_site,
           "layout": table_layout, "setup": table_setup, "main-job-output": table_main_job_output,
-          "sampling-accuracy": table_sampling_accuracy, "sampling-short": table_sampling_short,
+          "sampling-accuracy": table_sampling_accuracy, "sampling-other-parts": table_sampling_other_parts,
+          "sampling-short": table_sampling_short,
           "microbench": table_microbench, "microbench-short": table_microbench_short,
           "published": table_published, "published-short": table_published_short,
           "sync-window": table_sync_window, "event_loop": table_event_loop, "host-counts": table_host_counts, "sampling-spread": table_sampling_spread, "bench": table_bench,

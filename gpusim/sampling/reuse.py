@@ -27,9 +27,22 @@ made first: its DRAM reads a trip, and the bytes it sent towards DRAM (written b
 times the blocks of a wave. The runs' own numbers check the estimate afterwards (runner.py). The L2 hits and merges
 are the shadow's too: where it misses a line the run's L2 keeps, later requests meet that line in flight, as at
 full size.
+
+Below its capacity an L2 of W-way sets already loses some reuses: its lines are spread over the sets by a hash,
+so the lines landing in one set between two uses of a line vary from set to set (about as a Poisson count of mean
+W d / C for d bytes between the uses), and a reuse is lost where W of them or more land in its set. That share is
+under 1% at half the capacity, 16% at three quarters and 53% at the capacity (16 ways), and it climbs steeply
+there, so a shadow sized from an estimate of d (which errs) says little about it: gemm_tile128 4096^3 on h200
+(59 MB between reuses by the pilot's estimate, in 60 MB) reads 2.0x the DRAM bytes of runs that keep every reuse,
+and 0.89x those of runs through a shadow; gemm_multistage 4096^3 on l40s 1.30x and 0.83x. Between half the
+capacity and all of it (the borderline) the runs keep a shadow too, and the projection takes the DRAM reads and
+L2 hits between the two, the shadow's weighted by the share a set loses (lost_share), with the distance between
+the two as its stated error (runner.py).
 """
 
 from __future__ import annotations
+
+import math
 
 from .warm import bound_for_dram
 
@@ -46,6 +59,34 @@ SHADOW_HITS = "gpusim__shadow_l2_hit_sectors"  # the L2 hit rate's numerator, as
 def bytes_between_reuses(read_per_trip: float, wave_writes: float, trips: int) -> float:
     """What passes through the L2 between a wave's use of a line and the next wave's at `trips` trips: r n + W."""
     return read_per_trip * trips + wave_writes
+
+
+# The share of its capacity below which an L2 of 16-way sets keeps all but 1% of the reuses (lost_share(0.5 C))
+BORDERLINE_FROM = 0.5
+
+
+def lost_share(distance: float, capacity: float, ways: int) -> float:
+    """The share of reuses an L2 of `capacity` bytes in sets of `ways` loses where `distance` bytes pass through it
+    between two uses of a line, its lines hashed over the sets: the chance that `ways` or more of them land in the
+    line's set, a Poisson count of mean ways x distance / capacity."""
+    if capacity <= 0 or ways <= 0:
+        return 1.0
+    mean = ways * max(0.0, distance) / capacity
+    term = kept = math.exp(-mean)
+    for k in range(1, ways):
+        term *= mean / k
+        kept += term
+    return min(1.0, max(0.0, 1.0 - kept))
+
+
+def borderline_reuse(read_per_trip: float, wave_writes: float, capacity: float, trips: int,
+                     reduced_trips: int) -> bool:
+    """Whether the full run's distance between a wave's use of a line and the next wave's lies between
+    BORDERLINE_FROM of the L2's capacity and all of it, and the run's at `reduced_trips` is shorter: the full run
+    then loses a share of the reuses the run keeps (lost_share), and no shadow of a size says which."""
+    full = bytes_between_reuses(read_per_trip, wave_writes, trips)
+    reduced = bytes_between_reuses(read_per_trip, wave_writes, reduced_trips)
+    return capacity > 0 and BORDERLINE_FROM * capacity < full <= capacity and reduced < full
 
 
 def reuse_between_waves(read_per_trip: float, wave_writes: float, capacity: float, trips: int,
@@ -80,8 +121,9 @@ def shadow_capacity(read_per_trip: float, wave_writes: float, capacity: int, tri
     """The shadow L2's size for runs at `run_trips` trips of a hot loop of `trips` (0: none needed, the runs keep
     between waves what the full run keeps): C (r n + W) / (r N + W) for the fewest trips n, when the full run's
     distance between reuses outgrows C and the fewest trips' does not (a run whose own distance outgrows C
-    forgets as the full run does, whatever its shadow)."""
-    if not run_trips or reuse_between_waves(read_per_trip, wave_writes, capacity, trips, min(run_trips)) is None:
+    forgets as the full run does, whatever its shadow), or lies in the borderline (borderline_reuse)."""
+    if not run_trips or reuse_between_waves(read_per_trip, wave_writes, capacity, trips, min(run_trips)) is None \
+            and not borderline_reuse(read_per_trip, wave_writes, capacity, trips, min(run_trips)):
         return 0
     fewest = bytes_between_reuses(read_per_trip, wave_writes, min(run_trips))
     return int(capacity * fewest / bytes_between_reuses(read_per_trip, wave_writes, trips))
@@ -114,5 +156,5 @@ def with_shadow_traffic(metrics: dict) -> dict:
     return out
 
 
-__all__ = ["SHADOW_FOR", "SHADOW_HITS", "bytes_between_reuses", "reuse_estimate", "reuse_between_waves", "run_shadow_capacity",
-           "shadow_capacity", "with_shadow_traffic"]
+__all__ = ["BORDERLINE_FROM", "SHADOW_FOR", "SHADOW_HITS", "borderline_reuse", "bytes_between_reuses", "lost_share",
+           "reuse_estimate", "reuse_between_waves", "run_shadow_capacity", "shadow_capacity", "with_shadow_traffic"]

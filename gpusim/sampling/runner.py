@@ -9,7 +9,8 @@ import attrs
 from .plan import SETTLED, STAGGER_TRIPS, Plan, Point, hot_loops, ring_trips, with_trips
 from .project import (DIRTY_AT_END, DIRTY_LARGEST, L2_HITS, L2_MERGED, MAXIMUM, STEADY_STATE_VALUE, additive,
                       as_record, extrapolate, merge_decay, mib, project_line, ratios, with_decaying_merges)
-from .reuse import bytes_between_reuses, reuse_between_waves, run_shadow_capacity, with_shadow_traffic
+from .reuse import (bytes_between_reuses, lost_share, reuse_between_waves, run_shadow_capacity,
+                    with_shadow_traffic)
 from .warm import FILL_UNCERTAINTY, factor, full_size
 from ..stats.declared import undeclared
 
@@ -98,13 +99,13 @@ def point_kernel(kernel, plan: Plan, point: Point):
 
 def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int | None,
             exact_thread_insts: int | None, l2: dict | None = None,
-            warm: dict | None = None) -> tuple[dict, dict, list[str]]:
+            warm: dict | None = None, ways: int = 16) -> tuple[dict, dict, list[str]]:
     """(the kernel's metrics, the record's "sampling" object, warnings) from the points' metrics. `l2`: where the
     runs kept a shadow L2 (see reuse.py), the L2's capacity ("capacity"), the estimate it was sized from
     ("read_per_trip", "wave_writes", made from "source": the pilot or the check run) and the shadow's size
     ("shadow"): the projected DRAM traffic is then the shadow's. `warm`: where the projection points ran again
     from a warm L2 (see warm.py), warm_plan's answer with their (point, metrics) as "runs": the counts are then the
-    cold runs' up to the L2's fill and the warm runs' cost a unit after it."""
+    cold runs' up to the L2's fill and the warm runs' cost a unit after it. `ways`: the L2's."""
     warnings: list[str] = []
     own = {p: additive(m) for p, m in results}  # the runs' own DRAM traffic: what the reuse check reads
     projection = [p for p, _ in results if p.role == "projection"]
@@ -115,6 +116,10 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         points.sort(key=lambda p: p.trips or 0)
     reuse = _reuse_bytes(plan, own, by_wave)
     caveat = reuse_between_waves(*reuse) if reuse is not None else None
+    # a borderline distance between reuses (reuse.py): the runs' own traffic, moved towards their shadows' below
+    bound = l2 if l2 and l2.get("borderline") and not warm else None
+    if l2 and l2.get("borderline"):
+        l2 = None
     dropped_shadow = None
     if l2 and reuse is not None and caveat is None and bytes_between_reuses(*reuse[:2], plan.trips) <= reuse[2]:
         # the runs' own numbers (a difference of two runs, where the first run's estimate took in what the program
@@ -149,6 +154,41 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         return project_line(per_wave, plan.full_waves) if len(per_wave) > 1 else per_wave[0][1]
 
     projected = projection_of(sums, warm_sums)
+    # what the full run leaves dirty at the end where the runs keep their own L2's traffic: their account (every
+    # wave's writes outlive the waves after it) and one by chance (each survives the waves after it as a reuse
+    # does, dirty_left_by_waves): the full run's lies between the two, taken halfway (gemm_tile128 4096^3 on b200:
+    # 67.1 MB and 54.7, the full run 55.5; gemm_multistage 4096^3 on l40s: 67.1 MB and 34.0, the full run 46.0)
+    dirty: list[float] = []
+    if not l2 and reuse is not None and len(by_wave) > 1 and not warm:
+        read_per_trip, wave_writes, capacity = reuse[:3]
+        distance = bytes_between_reuses(read_per_trip, wave_writes, plan.trips)
+        dirty = sorted((ratios(projected).get(DIRTY_AT_END, 0.0), dirty_left_by_waves(
+            own, by_wave, wave_writes, distance, capacity, ways, plan.full_waves)))
+        projected = {**projected, **dict.fromkeys((DIRTY_AT_END, DIRTY_LARGEST), sum(dirty) / 2)}
+    borderline = None  # (the record's account of a borderline distance between reuses, see reuse.py)
+    dram_far = hits_far = 0.0  # (the DRAM error and the L2 hit rate's error in points it leaves)
+    if bound:
+        through_shadow = {p: additive(with_shadow_traffic(m)) for p, m in results}
+        lost = projection_of(through_shadow, warm_sums)
+        read_per_trip, wave_writes = reuse[:2] if reuse is not None else (bound["read_per_trip"],
+                                                                         bound["wave_writes"])
+        distance = bytes_between_reuses(read_per_trip, wave_writes, plan.trips)
+        share = lost_share(distance, bound["capacity"], bound["ways"])
+        kept = projected
+        if len(by_wave) > 1:  # the shadow's account of what stays dirty at the end, beside the two above
+            lost = with_own_writes(lost, kept, own, through_shadow, by_wave, bound["capacity"])
+            dirty.append(ratios(lost).get(DIRTY_AT_END, 0.0))
+        projected, dram_far, hits_far = with_lost_reuse(kept, lost, share, dirty)
+        borderline = {"bytes_between_reuses_full": round(distance), "l2_capacity_bytes": bound["capacity"],
+                      "l2_ways": bound["ways"], "corrected": True, "shadow_l2_bytes": bound["shadow"],
+                      "lost_share": round(share, 4),
+                      "dram_read_bytes_keeping_reuse": round(kept.get("dram__bytes_read.sum", 0.0)),
+                      "dram_read_bytes_through_shadow": round(lost.get("dram__bytes_read.sum", 0.0)),
+                      "estimate": {"from": bound["source"], "dram_read_bytes_per_trip": round(bound["read_per_trip"]),
+                                   "wave_write_bytes": round(bound["wave_writes"])}}
+    elif dirty:
+        total = ratios(projected).get(DRAM_BYTES, 0.0)
+        dram_far = (dirty[1] - dirty[0]) / 2 / total if total > 0 else 0.0
     shadow_reads = 0.0  # the share of the projected DRAM bytes that a shadow L2 gives (its reads): the DRAM error
     if l2 and len(by_wave) > 1:
         projected = with_own_writes(projected, projection_of(own, warm_sums), own, sums, by_wave, l2["capacity"])
@@ -212,10 +252,13 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     dram_error = dram_trend + noise_term + (SHADOW_UNCERTAINTY + 2 * within_wave) * shadow_reads + dirty_unknown
     if warm:
         dram_error += fill_error(*lines_of(sums, warm_sums), warm["fill_at"], projected, DRAM_BYTES)
+    dram_error += dram_far
     # the merges a falling trend turned into hits are as uncertain as the hits close to a fill
     merged = projected.get(L2_MERGED, 0.0)
     unfallen = projection_of(sums, warm_sums, 0.0).get(L2_MERGED, merged) if decay > 0 else merged
     l2_hit_error = l2_hit_error_points(projected, max(0.0, unfallen - merged), l2_trend)
+    if l2_hit_error is not None:
+        l2_hit_error = min(100.0, l2_hit_error + hits_far)
     if exact_warp_insts is not None:
         simulated = projected.get("smsp__inst_executed.sum", 0)
         off = abs(simulated - exact_warp_insts) / exact_warp_insts if exact_warp_insts else 0.0
@@ -259,6 +302,11 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     })
     if cycles:
         record["projected_cycles"] = metrics.get("gpu_sim_cycle")
+    if dirty:  # the accounts of what the full run leaves dirty in its L2 at the end (above), in bytes
+        record["l2_dirty_bytes_at_end"] = {"kept_by_every_wave": round(max(dirty[:2])),
+                                           "surviving_later_waves_by_chance": round(min(dirty[:2])),
+                                           **({"through_shadow": round(dirty[2])} if len(dirty) > 2 else {}),
+                                           "projected": round(metrics.get(DIRTY_AT_END, 0))}
     if warm:
         record["l2_steady_state"] = {
             "dirty_fraction": warm["dirty_fraction"], f"fill_at_{warm['unit']}s": round(warm["fill_at"], 2),
@@ -301,6 +349,8 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
                 f"the {mib(l2['capacity'])} MiB L2 at full size, the runs' own numbers at "
                 f"{mib(entry['bytes_between_reuses_full'])} MiB: the DRAM traffic, taken from a "
                 f"{mib(l2['shadow'])} MiB shadow of the L2, may be high")
+    elif borderline:
+        record["l2_reuse_between_waves"] = borderline
     elif caveat is not None:
         record["l2_reuse_between_waves"] = {**caveat, "corrected": False}
         full, reduced, size = (mib(caveat[k]) for k in ("bytes_between_reuses_full", "bytes_between_reuses_reduced",
@@ -409,6 +459,59 @@ def with_own_writes(sums: dict, own_sums: dict, own: dict, shadow: dict, by_wave
     out[DIRTY_LARGEST] = out[DIRTY_AT_END] = last_wave
     out["gpusim__l2_capacity_bytes"] = capacity  # (the full-size L2's, not the shadow's: ratios caps the dirty bytes)
     return out
+
+
+# What a borderline projection moves between its two ends (project: the runs' own traffic, keeping every reuse
+# between waves, and their shadows', losing them as a smaller L2 does), beside the DRAM bytes bound for DRAM
+BETWEEN_ENDS = ("dram__bytes_read.sum", "dram__bytes_write.sum", DIRTY_AT_END, DIRTY_LARGEST, L2_HITS, L2_MERGED,
+                "gpusim__l2_recent_fill_hit_sectors")
+
+
+def with_lost_reuse(kept: dict, lost: dict, share: float, dirty: list[float]) -> tuple[dict, float, float]:
+    """(the projection `kept`, from runs keeping every reuse between waves, with its DRAM traffic, what stays dirty
+    at the end, L2 hits and merges moved `share` of the way to `lost`'s, from their shadow L2s; the DRAM error and
+    the L2 hit rate's error in points that leaves): the distance to the farther end, wherever between them the
+    full run falls (reuse.py: the share a set loses climbs too steeply there for an estimate of the distance to
+    place it). `dirty`: the accounts of what stays dirty at the end (bytes), where the two ends send the same bytes
+    towards DRAM (with_own_writes): the DRAM error then takes the reads' distance and the dirty bytes' distance to
+    the farthest account; with none, the whole DRAM traffic's distance."""
+    out = dict(kept)
+    for key in BETWEEN_ENDS:
+        if key in kept and key in lost:
+            out[key] = kept[key] + share * (lost[key] - kept[key])
+    read, write = out.get("dram__bytes_read.sum", 0.0), out.get("dram__bytes_write.sum", 0.0)
+    for key in ("dram__bytes.sum", "dram__bytes.sum.per_second"):  # (additive: bytes; see project.additive)
+        if key in out:
+            out[key] = read + write
+    farther = max(share, 1.0 - share)
+    total = ratios(out).get(DRAM_BYTES, 0.0)  # (written: bound for DRAM less what stays dirty at the end)
+    if dirty:
+        left = ratios(out).get(DIRTY_AT_END, 0.0)
+        spread = abs(lost.get("dram__bytes_read.sum", 0.0) - kept.get("dram__bytes_read.sum", 0.0)) * farther + \
+            max(abs(left - account) for account in dirty)
+    else:
+        spread = abs(ratios(lost).get(DRAM_BYTES, 0.0) - ratios(kept).get(DRAM_BYTES, 0.0)) * farther
+    dram = spread / total if total > 0 else 0.0
+    sectors = kept.get("lts__t_sectors.sum", 0)  # (L2_HITS: 100 x the hit sectors, so points over the sectors)
+    hits = farther * abs(lost.get(L2_HITS, 0.0) - kept.get(L2_HITS, 0.0)) / sectors if sectors else 0.0
+    return out, dram, hits
+
+
+def dirty_left_by_waves(own: dict, by_wave: dict, wave_writes: float, distance: float, capacity: int, ways: int,
+                        waves: int) -> float:
+    """What the full run leaves dirty in its L2 at the end, where a wave's writes outlive the traffic of the waves
+    after it by chance (a borderline distance between reuses, see reuse.py): the tail's own dirty bytes (the run of
+    the tail alone at the most trips: it writes last) and, of the j-th of the `waves` full waves before it, its
+    writes times the share of lines that survive j distances (1 - lost_share). gemm_multistage 4096^3 on l40s (58
+    MB between reuses in 96 MiB): the full run leaves 46 MB dirty of its 67 MB of C; the runs, whose waves pass far
+    fewer bytes, kept all of it, and the projection wrote back nothing."""
+    dirty = own[by_wave[min(by_wave)][-1]].get(DIRTY_LARGEST, 0.0)
+    for j in range(1, waves + 1):
+        survives = 1.0 - lost_share(j * distance, capacity, ways)
+        if survives < 1e-4:
+            break
+        dirty += wave_writes * survives
+    return min(dirty, float(capacity))
 
 
 def run_noise(projection_of, sums: dict, warm_sums: dict) -> float:

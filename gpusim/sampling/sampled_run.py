@@ -23,7 +23,8 @@ from ..workload import kernel_mix
 from . import parallel
 from .plan import Plan, Point, extend_trips, hot_loops, make_plan, midpoint_check, with_trips
 from .project import mib
-from .reuse import bytes_between_reuses, reuse_estimate, run_shadow_capacity, shadow_capacity
+from .reuse import (BORDERLINE_FROM, bytes_between_reuses, reuse_between_waves, reuse_estimate, run_shadow_capacity,
+                    shadow_capacity)
 from .runner import (INSTRUCTION_CHECK, WITHIN_WAVE_LOSS, no_trip_point, pilot_point, point_key, point_kernel,
                      project, ramp_only, run_spread, trips_spread)
 from .warm import warm_plan
@@ -119,6 +120,11 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
     dropped: list = []  # (point, result) of runs a longer plan (extend_trips) made unnecessary
 
     l2 = None  # where the pilot finds the waves sharing data the full run's L2 cannot keep: a shadow L2 (reuse.py)
+    ways = spec.memory.l2.associativity
+
+    def corrected() -> bool:  # whether the DRAM traffic is the shadow's (not a borderline's bound: see reuse.py)
+        return l2 is not None and not l2.get("borderline")
+
     warm_from: list = [None]  # the dirty fraction the runs made now start their L2 with (None: empty; see warm.py)
 
     def reduced(point: Point, report=None, stop=None, watch=None, spread: int = 0) -> RunResult:
@@ -168,7 +174,7 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
             # tiles read in gemm_tile128's 2 trips, against 2 in its loop); the run at 0 trips reads that alone
             prologue = short_run.metrics if short_run is not None and outgrows_l2(plan, pilot, pilot_run.metrics) \
                 else None
-            l2 = shadow_for_runs(plan, pilot, pilot_run.metrics, points, "the pilot run", prologue)
+            l2 = shadow_for_runs(plan, pilot, pilot_run.metrics, points, "the pilot run", prologue, ways)
             base[:] = pilot.blocks, pilot_run.metrics["smsp__inst_executed.sum"]
         elif plan.trips_over_waves:  # no pilot, but waves that may share data
             first = next((i for i, p in enumerate(points) if p.role == "check"), -1)
@@ -176,7 +182,7 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
             first_run = one(first, report_in_turn, interrupt)
             if first_run.partial:
                 raise parallel.RunsInterrupted
-            l2 = shadow_for_runs(plan, points[first], first_run.metrics, points, "the check run")
+            l2 = shadow_for_runs(plan, points[first], first_run.metrics, points, "the check run", None, ways)
             base[:] = points[first].blocks, first_run.metrics["smsp__inst_executed.sum"]
 
         def run_all(rest: list[int]) -> list[RunResult]:  # points[i] for i in rest, side by side where there are cores
@@ -208,7 +214,8 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
 
         def projection(warm=None) -> tuple[dict, dict, list]:  # the record projected from the runs made
             metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
-                                            exact_warp_insts, mix.total_thread_insts if exact else None, l2, warm)
+                                            exact_warp_insts, mix.total_thread_insts if exact else None, l2, warm,
+                                            ways)
             metrics.update(speed_of_light(metrics, spec))  # percentages of peak from the projected counts
             return metrics, record, more
 
@@ -221,7 +228,7 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
             why = ramp_only(points, results) if plan.staggered else None
             longer = None
             # (a streaming kernel's cold runs break DRAM's limit until the warm L2's runs below take their place)
-            if why is None and refine and (l2 is not None or warm_plan(plan, [(p, r.metrics) for p, r in
+            if why is None and refine and (corrected() or warm_plan(plan, [(p, r.metrics) for p, r in
                                                                              zip(points, results)]) is None):
                 metrics, record, _ = projection()
                 broken = violations(metrics, spec)
@@ -251,7 +258,7 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
         # a streaming kernel whose full run fills the L2 with dirty lines and writes them back, where the runs end
         # before theirs do: its later waves (or trips) run again from an L2 in that steady state (sampling.warm)
         warm = None
-        fill = warm_plan(plan, [(p, r.metrics) for p, r in zip(points, results)]) if l2 is None else None
+        fill = warm_plan(plan, [(p, r.metrics) for p, r in zip(points, results)]) if not corrected() else None
         if fill is not None:
             warm_points = [p for p in points if p.role == "projection"]
             if callable(start):
@@ -312,20 +319,21 @@ def run_shadow(l2: dict, point: Point, plan: Plan) -> int:
 
 def outgrows_l2(plan: Plan, first: Point, metrics: dict) -> bool:
     """Whether, by the numbers of the run made `first` (its reads a trip erring high), the full run's distance
-    between a wave's use of a line and the next wave's exceeds the L2 (see sampling.reuse)."""
+    between a wave's use of a line and the next wave's exceeds the share of the L2 from which it loses reuses
+    (see sampling.reuse)."""
     capacity = metrics.get("gpusim__l2_capacity_bytes", 0)
     if not plan.trips_over_waves or not capacity:
         return False
     read, writes = reuse_estimate(metrics, first.trips or plan.trips, first.blocks, plan.wave_blocks)
-    return bytes_between_reuses(read, writes, plan.trips) > capacity
+    return bytes_between_reuses(read, writes, plan.trips) > capacity * BORDERLINE_FROM
 
 
 def shadow_for_runs(plan: Plan, first: Point, metrics: dict, points, source: str,
-                    no_trips: dict | None = None) -> dict | None:
+                    no_trips: dict | None = None, ways: int = 16) -> dict | None:
     """The shadow L2 the plan's runs keep where the numbers of the run made `first` (the pilot, or a trips plan's
-    check run: `source`) say the waves' shared data outlives a wave in the runs' L2 but not in the full run's
-    (None: no shadow); see sampling.reuse. `no_trips`: the same run's metrics at 0 trips, whose reads are not
-    a trip's."""
+    check run: `source`) say the waves' shared data outlives a wave in the runs' L2 but not in the full run's, or
+    some of it in the full run's (a borderline distance: "borderline", the L2's `ways` with it); None: no shadow;
+    see sampling.reuse. `no_trips`: the same run's metrics at 0 trips, whose reads are not a trip's."""
     capacity = metrics.get("gpusim__l2_capacity_bytes", 0)
     if not plan.trips_over_waves or not capacity:
         return None
@@ -333,7 +341,10 @@ def shadow_for_runs(plan: Plan, first: Point, metrics: dict, points, source: str
     size = shadow_capacity(read, writes, capacity, plan.trips, [p.trips for p in points if p.trips is not None])
     if not size:
         return None
-    return {"capacity": capacity, "read_per_trip": read, "wave_writes": writes, "shadow": size, "source": source}
+    fewest = min(p.trips for p in points if p.trips is not None)
+    borderline = reuse_between_waves(read, writes, capacity, plan.trips, fewest) is None
+    return {"capacity": capacity, "read_per_trip": read, "wave_writes": writes, "shadow": size, "source": source,
+            **({"borderline": True, "ways": ways} if borderline else {})}
 
 
 __all__ = ["PREFLIGHT_STEPS", "longer_trips", "run_sampled", "sampling_plan", "sampling_unsettled", "shadow_for_runs",

@@ -14,7 +14,8 @@ from gpusim.stats.invariants import violations
 from gpusim.sampling.plan import AUTO_THRESHOLD, hot_loops, make_plan, with_trips
 from gpusim.sampling.project import (additive, as_record, extrapolate, merge_decay, mib, project_line,
                                      with_decaying_merges)
-from gpusim.sampling.reuse import reuse_estimate, reuse_between_waves, shadow_capacity, with_shadow_traffic
+from gpusim.sampling.reuse import (borderline_reuse, lost_share, reuse_estimate, reuse_between_waves, shadow_capacity,
+                                   with_shadow_traffic)
 from gpusim.sampling import sampled_run
 from gpusim.workload import kernel_mix, load_workload
 
@@ -450,15 +451,60 @@ def test_reuse_between_waves_flags_data_that_outlives_a_wave_only_in_the_reduced
     assert sampling_unsettled(settled | {"l2_reuse_between_waves": flagged | {"corrected": True}}) == ""  # a shadow L2
 
 
+def test_an_l2_of_hashed_sets_loses_a_share_of_reuses_below_its_capacity():
+    """A reuse is lost where `ways` or more other lines land in its set between the two uses (a Poisson count of
+    mean ways x distance / capacity): under 1% at half a 16-way L2, 15.6% at three quarters, 53% at all of it, and
+    nearly all at twice it; fewer ways lose more below the capacity. Between half the capacity and all of it the
+    distance is borderline: the runs keep a shadow too (shadow_capacity sizes one)."""
+    c = 50 * 2**20
+    shares = [lost_share(f * c, c, 16) for f in (0.25, 0.5, 0.75, 1.0, 2.0)]
+    assert shares == sorted(shares) and shares[0] < 1e-4 and shares[1] < 0.01 and shares[-1] > 0.999
+    assert (round(shares[2], 3), round(shares[3], 3)) == (0.156, 0.533)
+    assert lost_share(0.75 * c, c, 4) > lost_share(0.75 * c, c, 16)
+    assert lost_share(0.0, c, 16) == 0.0 and lost_share(1.0, 0, 16) == 1.0  # (no L2 modelled: nothing kept)
+    per_trip, writes = 327_680, 25_952_256  # gemm_tile128 on h100 (below): 4096x4096x2048 is 46 MB between reuses
+    assert borderline_reuse(per_trip, writes, c, 64, 8) and reuse_between_waves(per_trip, writes, c, 64, 8) is None
+    assert not borderline_reuse(per_trip, writes, c, 128, 8)  # 68 MB: beyond the L2, a shadow of its own
+    assert not borderline_reuse(per_trip, 1_000_000, c, 16, 8)  # 6.2 MB: kept
+    assert shadow_capacity(per_trip, writes, c, 64, [2, 4, 8]) == int(c * (2 * per_trip + writes) /
+                                                                      (64 * per_trip + writes))
+
+
+def test_a_borderline_projection_lies_between_its_ends_and_states_the_distance_to_the_farther():
+    """with_lost_reuse: the DRAM traffic and L2 hits `share` of the way from the runs keeping every reuse to their
+    shadows'; the stated errors the distance to the farther end, so the full run lies within them wherever
+    between the two it falls (with accounts of what stays dirty at the end, the farthest of those too)."""
+    from gpusim.sampling.runner import with_lost_reuse
+
+    kept = {"dram__bytes_read.sum": 100.0, "dram__bytes_write.sum": 50.0, "dram__bytes.sum": 150.0,
+            "lts__t_sector_hit_rate.pct": 100.0 * 80, "lts__t_sectors.sum": 100}
+    lost = {**kept, "dram__bytes_read.sum": 200.0, "dram__bytes_write.sum": 70.0, "dram__bytes.sum": 270.0,
+            "lts__t_sector_hit_rate.pct": 100.0 * 40}
+    out, dram, hits = with_lost_reuse(kept, lost, 0.25, [])
+    assert out["dram__bytes_read.sum"] == 125.0 and out["dram__bytes_write.sum"] == 55.0
+    assert out["dram__bytes.sum"] == 180.0 and out["lts__t_sector_hit_rate.pct"] == 100.0 * 70
+    assert dram == pytest.approx(0.75 * 120 / 180) and hits == pytest.approx(0.75 * 40)
+    for truth in (150.0, 270.0):  # the full run at either end: within the stated error
+        assert abs(truth - out["dram__bytes.sum"]) <= dram * out["dram__bytes.sum"] + 1e-9
+    dirty = "gpusim__l2_dirty_bytes_at_end"
+    ends = [{**end, "dram__bytes_write.sum": 50.0, "dram__bytes.sum": end["dram__bytes_read.sum"] + 50.0,
+             dirty: 30.0, dirty + ".largest_run": 30.0} for end in (kept, lost)]
+    out, dram, _ = with_lost_reuse(*ends, 0.25, [10.0, 40.0, 30.0])  # (the same bytes bound for DRAM)
+    assert out[dirty] == 30.0 and dram == pytest.approx((0.75 * 100 + 20) / (125 + 50 - 30))
+
+
 def test_the_shadow_l2_size_keeps_the_full_runs_reuse_distance():
     """The shadow's size C (r n + W) / (r N + W) for the fewest trips n: gemm_tile128 4096^3 on h100 (the pilot's
     320 KiB a trip and 24.75 MiB a wave, runs at 2, 4 and 8 of 128 trips) gets 19.6 MiB of the 50 MiB; at 32
-    trips the full run keeps B between waves too, and there is no shadow."""
+    trips (36 MB between reuses, 69% of the L2: borderline) one bounds the share of reuses the full run may lose,
+    and with a wave writing 1 MB (11 MB between reuses) the full run keeps them all: no shadow."""
     per_trip, writes, l2 = 327_680, 25_952_256, 52_428_800
     size = shadow_capacity(per_trip, writes, l2, 128, [4, 8, 2])
     assert size == 52_428_800 * (2 * per_trip + writes) // (128 * per_trip + writes) == 20_546_421
     assert 2 * per_trip + writes >= size and 128 * per_trip + writes >= l2  # the reuse misses in both, as it must
-    assert shadow_capacity(per_trip, writes, l2, 32, [2, 4, 8]) == 0
+    assert shadow_capacity(per_trip, writes, l2, 32, [2, 4, 8]) == int(l2 * (2 * per_trip + writes) /
+                                                                       (32 * per_trip + writes))
+    assert shadow_capacity(per_trip, 1_000_000, l2, 32, [2, 4, 8]) == 0
     assert reuse_estimate({"dram__bytes_read.sum": 655_360, "dram__bytes_write.sum": 1_000_000,
                            "gpusim__l2_dirty_bytes_at_end": 14_204_352}, 2, 232, 396) == (327_680, 25_952_256.0)
     metrics = {"dram__bytes_read.sum": 1, "dram__bytes_write.sum": 2, "dram__bytes.sum": 3,

@@ -126,11 +126,14 @@ def test_vecadd_streaming_through_a_small_l2_projects_its_write_back():
 
 def test_the_midpoint_check_moves_the_check_between_the_projections_runs():
     """No steady state from n/4 on: the check moves to 3n/4 (one run), the projection's runs stay; from there a
-    longer plan doubles them as before."""
+    longer plan doubles them as before. A projection reaching MAX_REACH times n or more has no midpoint check:
+    settled over n/2 to n says too little that far out, and the trips double."""
+    import attrs
+
     from gpusim.sampling.plan import extend_trips, midpoint_check
 
-    plan = Plan("loop trips", "the loop at line 9 (128 trips) at 2, 4 and 8 trips", blocks=64, wave_blocks=132,
-                tail_blocks=64, full_waves=0, trips=128,
+    plan = Plan("loop trips", "the loop at line 9 (48 trips) at 2, 4 and 8 trips", blocks=64, wave_blocks=132,
+                tail_blocks=64, full_waves=0, trips=48,
                 points=(Point(64, 4, 0, "projection", 400), Point(64, 8, 0, "projection", 800),
                         Point(64, 2, 0, "check", 200)))
     moved = midpoint_check(plan)
@@ -140,6 +143,7 @@ def test_the_midpoint_check_moves_the_check_between_the_projections_runs():
     longer = extend_trips(moved, "no steady state")
     assert sorted((p.trips, p.role) for p in longer.points) == [(4, "check"), (8, "projection"), (16, "projection")]
     assert "at 4, 8 and 16 trips (from 4 and 8, checked at 6: no steady state)" in longer.reason
+    assert midpoint_check(attrs.evolve(plan, trips=64)) is None  # (8 x 8 trips)
 
 
 def test_a_waves_plans_midpoint_check_is_the_run_after_the_wave():
@@ -147,9 +151,9 @@ def test_a_waves_plans_midpoint_check_is_the_run_after_the_wave():
     alone, is the one checked between n/2 and n."""
     from gpusim.sampling.plan import midpoint_check
 
-    plan = Plan("loop trips and waves", "the loop at line 9 (128 trips) at 2, 4 and 8 trips; 3 full waves of 264 "
+    plan = Plan("loop trips and waves", "the loop at line 9 (48 trips) at 2, 4 and 8 trips; 3 full waves of 264 "
                 "blocks and a tail of 232: the tail alone and after one full wave", blocks=1024, wave_blocks=264,
-                tail_blocks=232, full_waves=3, trips=128,
+                tail_blocks=232, full_waves=3, trips=48,
                 points=(Point(232, 4, 0, "projection", 400), Point(232, 8, 0, "projection", 800),
                         Point(496, 4, 1, "projection", 900), Point(496, 8, 1, "projection", 1700),
                         Point(232, 2, 0, "check", 200)))
