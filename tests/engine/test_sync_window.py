@@ -16,7 +16,7 @@ from gpusim.options import MAX_SYNC_WINDOW
 from gpusim.errors import GpusimError
 from gpusim.memory.hierarchy import MemoryHierarchy
 from gpusim.memory.l2_tags import line_hash
-from gpusim.memory.levels import DRAM
+from gpusim.memory.levels import DRAM, L2_IN_FLIGHT
 from gpusim.stats.invariants import violations
 
 from tests.cli.test_hostile_workload_cli import _cli
@@ -109,7 +109,7 @@ def test_an_l2_line_in_flight_is_kept_while_an_earlier_request_can_still_come():
     memory.l2_pending_limit[:] = [0] * slices  # tidy at the next miss
     memory._l2_access(other, 0b1111, back + 10, False)
     ready, level = memory._l2_access(line, 0b1111, 1100, False)
-    assert level == DRAM and ready >= back
+    assert level == L2_IN_FLIGHT and ready >= back  # (merged with the read in flight)
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "1.5", "abc", str(MAX_SYNC_WINDOW + 1)])
