@@ -33,11 +33,11 @@ so the lines landing in one set between two uses of a line vary from set to set 
 W d / C for d bytes between the uses), and a reuse is lost where W of them or more land in its set. That share is
 under 1% at half the capacity, 16% at three quarters and 53% at the capacity (16 ways), and it climbs steeply
 there, so a shadow sized from an estimate of d (which errs) says little about it: gemm_tile128 4096^3 on h200
-(59 MB between reuses by the pilot's estimate, in 60 MB) reads 2.0x the DRAM bytes of runs that keep every reuse,
-and 0.89x those of runs through a shadow; gemm_multistage 4096^3 on l40s 1.30x and 0.83x. Between half the
-capacity and all of it (the borderline) the runs keep a shadow too, and the projection takes the DRAM reads and
-L2 hits between the two, the shadow's weighted by the share a set loses (lost_share), with the distance between
-the two as its stated error (runner.py).
+(59 MB between reuses by the pilot's estimate, in 60 MB) reads 110 MB from DRAM, 1.58x what runs that keep every
+reuse project and 0.87x what their shadows do (lost_share puts it 0.44 of the way, the full run is 0.72 of it).
+Between half the capacity and all of it (the borderline) the runs keep a shadow too, and the projection takes the
+DRAM reads and L2 hits between the two, lost_share of the way to the shadow's, with the distance to the farther
+end as its stated error (runner.py).
 """
 
 from __future__ import annotations

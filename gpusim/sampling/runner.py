@@ -503,8 +503,9 @@ def dirty_left_by_waves(own: dict, by_wave: dict, wave_writes: float, distance: 
     after it by chance (a borderline distance between reuses, see reuse.py): the tail's own dirty bytes (the run of
     the tail alone at the most trips: it writes last) and, of the j-th of the `waves` full waves before it, its
     writes times the share of lines that survive j distances (1 - lost_share). gemm_multistage 4096^3 on l40s (58
-    MB between reuses in 96 MiB): the full run leaves 46 MB dirty of its 67 MB of C; the runs, whose waves pass far
-    fewer bytes, kept all of it, and the projection wrote back nothing."""
+    MB between reuses in 96 MiB): the full run leaves 46 MB dirty of its 67 MB of C, this account 34 MB; the runs,
+    whose waves pass far fewer bytes, keep all of it, and a projection from their account alone writes back
+    nothing."""
     dirty = own[by_wave[min(by_wave)][-1]].get(DIRTY_LARGEST, 0.0)
     for j in range(1, waves + 1):
         survives = 1.0 - lost_share(j * distance, capacity, ways)

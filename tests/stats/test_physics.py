@@ -100,9 +100,9 @@ def test_a_load_that_meets_a_dram_read_in_flight_at_the_l2_waits_for_it_from_its
     """Four blocks on four SMs follow the same DRAM chain, block b taking 20 b dependent integer adds after each
     hop before the next: the later blocks' requests meet the first block's DRAM reads in flight at
     the L2 and wait only for the rest of them. Such a load is counted apart (gpusim__load_latency_l2_in_flight,
-    between the L2's latency and the DRAM's), not as a DRAM read faster than DRAM (the full runs of gemm_tile128
-    4096^3 on h200 and b200 averaged 616 and 774 cycles for "DRAM" loads against latencies of 652 and 860 when
-    they were); the loads that read DRAM themselves take its latency at least, and no limit is broken."""
+    between the L2's latency and the DRAM's), not as a DRAM read faster than DRAM (counted so, the full runs of
+    gemm_tile128 4096^3 on h200 and b200 average 616 and 774 cycles for "DRAM" loads against latencies of 652 and
+    860); the loads that read DRAM themselves take its latency at least, and no limit is broken."""
     k = _kernel(tmp_path, STAGGERED_CHAIN)
     m = _run(k, arch, sms=4, params={"blocks": 4})
     mem = gpusim.load_arch(arch).memory
