@@ -470,6 +470,24 @@ def test_an_l2_of_hashed_sets_loses_a_share_of_reuses_below_its_capacity():
                                                                       (64 * per_trip + writes))
 
 
+def test_the_tail_alones_hits_projected_to_the_full_trips_bound_the_l2_hit_rate_error():
+    """hits_within_a_wave: the tail alone (no wave before it) hits only on lines its own blocks brought, each a
+    possible merge at full size where sharing blocks start together; its hit rate projected to the full trips (a
+    line through its runs) bounds the L2 hit rate's stated error."""
+    from gpusim.sampling.plan import Point
+    from gpusim.sampling.runner import hits_within_a_wave
+
+    a, b, wave = Point(232, 8, 0, "projection", 1), Point(232, 16, 0, "projection", 2), Point(496, 16, 1,
+                                                                                              "projection", 3)
+    hits = "lts__t_sector_hit_rate.pct"  # (additive: 100 x the hit sectors)
+    sums = {a: {hits: 100.0 * 300, "lts__t_sectors.sum": 1000}, b: {hits: 100.0 * 800, "lts__t_sectors.sum": 2000},
+            wave: {hits: 100.0 * 2000, "lts__t_sectors.sum": 4000}}
+    by_wave = {0: [a, b], 1: [wave]}
+    assert hits_within_a_wave(sums, by_wave, 128) == pytest.approx(100 * (300 + 500 * 15) / (1000 + 1000 * 15))
+    assert hits_within_a_wave(sums, by_wave, None) == 40.0  # (waves alone: the tail's own run)
+    assert hits_within_a_wave({**sums, b: {"lts__t_sectors.sum": 2000}}, by_wave, 128) is None
+
+
 def test_a_borderline_projection_lies_between_its_ends_and_states_the_distance_to_the_farther():
     """with_lost_reuse: the DRAM traffic and L2 hits `share` of the way from the runs keeping every reuse to their
     shadows'; the stated errors the distance to the farther end, so the full run lies within them wherever
@@ -664,7 +682,6 @@ def test_a_trips_plan_with_a_full_wave_sizes_its_shadow_l2_from_the_check_run(tm
     has hundreds, the GEMMs' DRAM bytes are within 5% (validation/results/sampling-accuracy.json)."""
     import re
 
-    import gpusim.api as api
 
     arch = tmp_path / "h100-2mb-l2.yaml"
     arch.write_text(re.sub(r"size_bytes: 52428800\b", "size_bytes: 2097152", (ROOT / "arch/h100.yaml").read_text()))
@@ -961,7 +978,6 @@ def test_a_staggered_plan_whose_short_runs_are_all_ramp_runs_its_loop_longer(mon
     the runs at 4 trips never hold their launch's blocks at once; the plan goes on to 8 and 16 trips, reusing the
     runs at 4 and 8, and projects what --sample-trips 16 projects (the same runs); the runs it no longer uses are
     named and counted. Asked for trips (--sample-trips 8), it keeps them."""
-    import gpusim.api as api
 
     # no shorter spread to try (the pilot's trips as long as the whole pilot): the runs at 4 trips stay all ramp
     monkeypatch.setattr(sampled_run, "trips_spread", lambda pilot_cycles, no_trip_cycles, trips: pilot_cycles)

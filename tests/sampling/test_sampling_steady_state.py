@@ -11,7 +11,6 @@ from gpusim.memory.hierarchy import MemoryHierarchy
 from gpusim.sampling.plan import Plan, Point, hot_loops, with_trips
 from gpusim.sampling.runner import two_regimes
 from gpusim.sampling.warm import warm_plan
-from gpusim.workload import kernel_mix
 
 WS = {"workloads/gemm_hopper_ws.yaml": {"M": 256, "N": 256, "K": 8192},
       "workloads/gemm_blackwell_umma.yaml": {"M": 256, "N": 256, "K": 8192},
