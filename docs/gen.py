@@ -653,7 +653,8 @@ TABLES = {"main-job-time": table_main_job_time, "accuracy": table_accuracy, "acc
           "sampling-short": table_sampling_short,
           "microbench": table_microbench, "microbench-short": table_microbench_short,
           "published": table_published, "published-short": table_published_short,
-          "sync-window": table_sync_window, "event_loop": table_event_loop, "host-counts": table_host_counts, "sampling-spread": table_sampling_spread, "bench": table_bench,
+          "sync-window": table_sync_window, "event_loop": table_event_loop, "host-counts": table_host_counts,
+          "sampling-spread": table_sampling_spread, "bench": table_bench,
           "vectoradd": table_vectoradd, "llm": table_llm, "llm-kernels": table_llm_kernels,
           "llm-validation": table_llm_validation}
 

@@ -158,21 +158,20 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     # wave's writes outlive the waves after it) and one by chance (each survives the waves after it as a reuse
     # does, dirty_left_by_waves): the full run's lies between the two, taken halfway (gemm_tile128 4096^3 on b200:
     # 67.1 MB and 54.7, the full run 55.5; gemm_multistage 4096^3 on l40s: 67.1 MB and 34.0, the full run 46.0)
+    # (the full run's distance between a wave's use of a line and the next wave's: the runs' own estimate, or where
+    # they give none the one a borderline's shadow was sized from)
+    estimate = reuse[:2] if reuse is not None else (bound["read_per_trip"], bound["wave_writes"]) if bound else None
+    distance = bytes_between_reuses(*estimate, plan.trips) if estimate is not None else 0.0
     dirty: list[float] = []
     if not l2 and reuse is not None and len(by_wave) > 1 and not warm:
-        read_per_trip, wave_writes, capacity = reuse[:3]
-        distance = bytes_between_reuses(read_per_trip, wave_writes, plan.trips)
         dirty = sorted((ratios(projected).get(DIRTY_AT_END, 0.0), dirty_left_by_waves(
-            own, by_wave, wave_writes, distance, capacity, ways, plan.full_waves)))
+            own, by_wave, reuse[1], distance, reuse[2], ways, plan.full_waves)))
         projected = {**projected, **dict.fromkeys((DIRTY_AT_END, DIRTY_LARGEST), sum(dirty) / 2)}
     borderline = None  # (the record's account of a borderline distance between reuses, see reuse.py)
     dram_far = hits_far = 0.0  # (the DRAM error and the L2 hit rate's error in points it leaves)
     if bound:
         through_shadow = {p: additive(with_shadow_traffic(m)) for p, m in results}
         lost = projection_of(through_shadow, warm_sums)
-        read_per_trip, wave_writes = reuse[:2] if reuse is not None else (bound["read_per_trip"],
-                                                                         bound["wave_writes"])
-        distance = bytes_between_reuses(read_per_trip, wave_writes, plan.trips)
         share = lost_share(distance, bound["capacity"], bound["ways"])
         kept = projected
         if len(by_wave) > 1:  # the shadow's account of what stays dirty at the end, beside the two above

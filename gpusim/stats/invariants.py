@@ -139,7 +139,7 @@ def violations(metrics: dict, spec) -> list[str]:
     # causality: no load completes before its level's load-to-use latency
     for level, latency in (("l1_hit", mem.l1.hit_latency), ("l2_hit", mem.l2.hit_latency),
                            ("l2_in_flight", mem.l2.hit_latency), ("dram", mem.dram.latency)):
-        got = m.get(f"gpusim__load_latency_{level}", 0.0)
+        got = m[f"gpusim__load_latency_{level}"]
         if got and got < latency:
             out.append(f"loads served by {level} took {got:.1f} cycles on average, below its latency {latency}")
     # bytes conserved between levels
