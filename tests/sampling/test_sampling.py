@@ -735,6 +735,12 @@ def test_the_accuracy_scripts_rows_option_refuses_a_label_it_does_not_have():
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("sampling_accuracy.py: --rows 'nosuch' starts no")
     assert "'gemm_tile128 4096^3'" in done.stderr
+    # --other-parts has the GEMMs alone: a label of the main table's is refused there, naming the ones it has
+    done = subprocess.run([sys.executable, str(ROOT / "validation/sampling_accuracy.py"), "--other-parts", "--rows",
+                           "vecadd"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("sampling_accuracy.py: --rows 'vecadd' starts no")
+    assert "'gemm_multistage 4096^3'" in done.stderr and "vecadd" not in done.stderr.split("one of:")[1]
 
 
 @pytest.mark.parametrize("args, expected", [
