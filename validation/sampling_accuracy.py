@@ -56,7 +56,7 @@ ROWS = [  # (label, workload, params, the archs it runs on)
      ("h100",)),
     ("flash_attention3 b4 h32 s4096", "workloads/flash_attention3.yaml", {"batch": 4, "heads": 32, "seq": 4096},
      ("h100",)),
-    ("flash_attention b1 h16 s4096", "workloads/flash_attention.yaml", {"batch": 1, "heads": 16, "seq": 4096},
+    ("flash_attention_simple b1 h16 s4096", "workloads/flash_attention_simple.yaml", {"batch": 1, "heads": 16, "seq": 4096},
      ("h100", "a100")),
     ("attention_naive b1 h8 s4096", "workloads/attention_naive.yaml", {"batch": 1, "heads": 8, "seq": 4096},
      ("h100",)),

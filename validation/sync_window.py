@@ -26,7 +26,7 @@ OUT = ROOT / "validation" / "results" / "sync-window.json"
 W = ROOT / "workloads"
 ROWS = [  # (label, workload, parameters): full runs of 5-70 s on the development machine
     ("gemm", W / "gemm_tile128.yaml", {"M": 2048, "N": 2048, "K": 1024}),
-    ("flash_attention", W / "flash_attention.yaml", {"seq": 1024}),
+    ("flash_attention_simple", W / "flash_attention_simple.yaml", {"seq": 1024}),
     ("attention_naive", W / "attention_naive.yaml", {"seq": 1024}),
     ("kv_decode", W / "kv_decode.yaml", {}),
     ("reduction", W / "reduction.yaml", {}),

@@ -13,8 +13,10 @@ width and of the vocabulary.
   (tcgen05), gemm_tile128.yaml on 8.x (cp.async, mma.sync), gemm_tile128_sync.yaml before; M, N and K are rounded
   up to the workload's tile (the kernel's notes say so). Fewer rows (a decode step's batch, the LM head) run as
   workloads/gemv.yaml, which reads the weights once at DRAM bandwidth.
-* Prefill attention: workloads/flash_attention3.yaml on 9.x, flash_attention.yaml elsewhere (FlashAttention-3
-  needs wgmma, which Blackwell lacks), over batch x heads / tp at seq = prompt (rounded up to the query tile). The
+* Prefill attention: workloads/flash_attention3.yaml on 9.x, flash_attention.yaml (FlashAttention-2 with the
+  library's tiles for the head dimension and part) on 8.x and 10.x (FlashAttention-3 needs wgmma, which Blackwell
+  lacks), flash_attention_simple.yaml before 8.0 (no cp.async), over batch x heads / tp at seq = prompt (rounded up
+  to the query and key tiles). The
   workloads compute every query against every key; a causal prefill visits (n + 1) / 2n of the key tiles (n query
   tiles), so the simulated time is scaled by that fraction (`scale`).
 * Decode attention: workloads/kv_decode.yaml (split-KV FlashDecoding) over the context given (the estimate passes
@@ -144,6 +146,20 @@ def _check_head_dim(model: ModelConfig) -> None:
                           f"{', '.join(map(str, HEAD_DIMS))}")
 
 
+def flash_attention2_tiles(spec, head_dim: int) -> dict[str, int]:
+    """The FlashAttention-2 library's forward tiles for a head dimension on a part (run_mha_fwd_hdim64/128/256):
+    query rows per block BM, keys per tile BN, warps per block."""
+    if head_dim == 64:
+        return {"BM": 128, "BN": 128, "WARPS": 4}
+    if head_dim == 128:
+        ampere_consumer = str(spec.compute_capability) in ("8.6", "8.7", "8.9")
+        return {"BM": 128, "BN": 32 if ampere_consumer else 64, "WARPS": 4}
+    smem = spec.shared_memory
+    if smem.per_block_optin_bytes >= 2 * head_dim * (128 + 2 * 64) and smem.per_sm_bytes < 4 * head_dim * (64 + 2 * 64):
+        return {"BM": 128, "BN": 64, "WARPS": 8}
+    return {"BM": 64, "BN": 64, "WARPS": 4}
+
+
 def prefill_attention(model: ModelConfig, spec, batch: int, prompt: int, tp: int) -> LayerKernel:
     """FlashAttention over batch x heads / tp at seq = prompt, scaled to the causal share of its key tiles."""
     _check_head_dim(model)
@@ -153,8 +169,13 @@ def prefill_attention(model: ModelConfig, spec, batch: int, prompt: int, tp: int
         params = {"batch": batch, "heads": heads, "seq": round_up(prompt, tile), "d": model.head_dim}
         if model.head_dim == 256:
             params["BN"] = 64
+    elif compute_major(spec) >= 8:
+        workload = "workloads/flash_attention.yaml"
+        shape = flash_attention2_tiles(spec, model.head_dim)
+        tile = shape["BM"]  # a multiple of BN in every shape the library takes
+        params = {"batch": batch, "heads": heads, "seq": round_up(prompt, tile), "d": model.head_dim, **shape}
     else:
-        workload, tile = "workloads/flash_attention.yaml", 64
+        workload, tile = "workloads/flash_attention_simple.yaml", 64
         params = {"batch": batch, "heads": heads, "seq": round_up(prompt, tile), "d": model.head_dim}
     tiles = params["seq"] // tile
     causal = (tiles + 1) / (2 * tiles)

@@ -198,7 +198,7 @@ def test_every_hugging_face_field_maps_to_a_model_field():
 @pytest.mark.fast
 @pytest.mark.parametrize("arch, gemm, attention", [
     ("h100", "gemm_hopper_ws", "flash_attention3"), ("b200", "gemm_blackwell_umma", "flash_attention"),
-    ("a100", "gemm_tile128", "flash_attention"), ("v100", "gemm_tile128_sync", "flash_attention")])
+    ("a100", "gemm_tile128", "flash_attention"), ("v100", "gemm_tile128_sync", "flash_attention_simple")])
 def test_prefill_uses_the_parts_gemm_and_attention(llama8b, arch, gemm, attention):
     """wgmma kernels on Hopper, tcgen05 on Blackwell (FlashAttention-3 needs wgmma: FA2 there), cp.async before."""
     kernels = {k.role: k for k in prefill_kernels(llama8b, load_arch(arch), batch=1, prompt=512)}

@@ -391,6 +391,7 @@ SMALL = {
     "flash_attention3.yaml": {"seq": 256, "heads": 2},
     "attention_naive.yaml": {"seq": 128, "heads": 2},
     "flash_attention.yaml": {"seq": 128, "heads": 2},
+    "flash_attention_simple.yaml": {"seq": 128, "heads": 2},
     "kv_decode.yaml": {"batch": 1, "seq": 256, "splits": 8},
     "kv_decode_naive.yaml": {"batch": 1, "seq": 256},
     "reduction.yaml": {"n": 8192},

@@ -126,6 +126,7 @@ def test_streams_are_lazy_and_memory_stays_flat(tmp_path):
 SMALL = {
     "gemm_tile128": {"M": 256, "N": 256, "K": 128}, "gemm_tile128_sync": {"M": 256, "N": 256, "K": 128}, "vecadd": {"n": 3000}, "reduction": {"n": 2048},
     "attention_naive": {"seq": 128, "heads": 1}, "flash_attention": {"seq": 128, "heads": 1},
+    "flash_attention_simple": {"seq": 128, "heads": 1},
     "kv_decode": {"batch": 1, "heads_kv": 2, "seq": 64, "splits": 2},
     "kv_decode_naive": {"batch": 1, "heads_kv": 2, "seq": 64}, "microbench/fma_chain": {"n": 100},
     "microbench/fma_peak": {"blocks": 2}, "microbench/hmma_peak": {"blocks": 2}, "microbench/divergence": {"n": 1000},

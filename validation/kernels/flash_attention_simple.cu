@@ -1,11 +1,12 @@
-// flash_attention twin of workloads/flash_attention.yaml: FlashAttention-2's forward pass. A block of 4 warps owns
-// 64 query rows of one (batch, head), each warp 16 of them (its Q fragments in registers, d / 16 16-byte loads).
+// flash_attention_simple twin of workloads/flash_attention_simple.yaml: a simple FlashAttention-2-style forward pass.
+// A block of 4 warps owns 64 query rows of one (batch, head), each warp 16 of them (its Q fragments in registers,
+// d / 16 16-byte loads).
 // Per 64-key tile the block stages K and V in shared memory (16-byte loads, XOR-swizzled 16-byte stores, barrier);
 // each warp computes its 16 x 64 S tile with d / 2 mma.sync m16n8k16 from 16-byte shared loads of K, runs the
 // online softmax in registers (row maximum by shuffles, exp2 on the SFU, the running sum, the rescale of O), packs
 // P to FP16 and accumulates O += P V with d / 2 more mma.sync from V; at the end O / l is stored as FP16.
-// Build: nvcc -O3 -std=c++17 -arch=sm_90 -o flash_attention flash_attention.cu
-// Run:   ./flash_attention [batch=1] [heads=8] [seq=512] [d=64] [reps=20]   (d 64, 128 or 256; seq a multiple of 64)
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 -o flash_attention_simple flash_attention_simple.cu
+// Run:   ./flash_attention_simple [batch=1] [heads=8] [seq=512] [d=64] [reps=20]   (d 64, 128 or 256; seq a multiple of 64)
 #include "twin.h"
 
 __device__ __forceinline__ unsigned pack_half2(float a, float b) {
@@ -129,6 +130,6 @@ int main(int argc, char** argv) {
         else flash_attention<256><<<grid, block, smem>>>(Q, K, V, O, seq);
     };
     auto ms = twin_time(launch, p.reps);
-    twin_report("flash_attention", "workloads/flash_attention.yaml", p, grid, block, smem, ms);
+    twin_report("flash_attention_simple", "workloads/flash_attention_simple.yaml", p, grid, block, smem, ms);
     return 0;
 }
