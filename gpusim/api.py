@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from .arch import ArchSpec, load_arch
+from .arch import ArchSpec, clocked, load_arch
 from .engine.gpu import build_gpu
 from .errors import GpusimError, shorten, shown
 from .isa.opcodes import refusal, unsupported_warning
@@ -124,7 +124,7 @@ def run(workload: str | Path | Kernel, arch: str | ArchSpec, options: RunOptions
     if not isinstance(arch, (str, Path, ArchSpec)):
         raise GpusimError(f"--arch {shown(arch, 40)}: expected an architecture name, a path to a .yaml file "
                           f"or an ArchSpec")
-    spec = load_arch(arch)
+    spec = clocked(load_arch(arch), options.clock)
     if progress is not None and not (callable(progress) or callable(getattr(progress, "update", None))):
         raise GpusimError(f"progress {shorten(progress, 40)}: expected a callable or an object with update()")
     if interrupt is not None and not callable(interrupt):

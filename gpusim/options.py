@@ -33,6 +33,8 @@ SEED_MAX = 2**32 - 1
 MAX_INSTRUCTIONS = 2_000_000_000
 MAX_SYNC_WINDOW = 4096  # cycles, several DRAM round trips: a longer window only adds error (README)
 MIN_SAMPLE_TRIPS = 4  # --sample-trips N: the runs at N / 4, N / 2 and N trips, at least 1 each
+CLOCK_NAMES = ("boost", "sustained")  # --clock: the arch file's core clock, or its clock under tensor load
+MIN_CLOCK_MHZ = 100.0  # a locked SM clock below this is no operating point of any part modelled
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kKmM]?)(i?[bB])?\s*$")
 
@@ -61,6 +63,18 @@ def parse_integer(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {shorten(text, 40)}") from None
+
+
+def parse_clock(text: str):
+    """--clock: 'boost', 'sustained' or a number of MHz ('1755', '1755MHz'); RunOptions checks its range."""
+    word = text.strip().lower()
+    if word in CLOCK_NAMES:
+        return word
+    try:
+        return float(word.removesuffix("mhz").strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {' or '.join(CLOCK_NAMES)} or a clock in MHz, got "
+                                         f"{shorten(text, 40)}") from None
 
 
 def parse_dims(text: str):
@@ -157,6 +171,12 @@ class RunOptions:
         "synchronisation); 1 (default): exact", unit="cycles", range=f"1 (exact) to {MAX_SYNC_WINDOW}",
         metavar="CYCLES", parse=parse_integer, vary="sync_window",
         sweep_help="lax SM synchronisation where not varied (default 1: exact; see gpusim run --help)"))
+    clock: str | float = option("boost", OptionInfo(
+        "SM clock simulated: boost (default: the arch file's core clock), sustained (the clock the part's SMs were "
+        "measured to hold under sustained tensor-core load at its power limit: clocks.sustained_tensor_mhz) or a "
+        "locked clock in MHz, as nvidia-smi --lock-gpu-clocks sets it; DRAM keeps its bandwidth in bytes a second",
+        unit="MHz", range=f"boost, sustained, or {MIN_CLOCK_MHZ:g} MHz up to the part's boost clock", metavar="CLOCK",
+        parse=parse_clock, vary="clock", sweep_help="SM clock where not varied (default boost; see gpusim run --help)"))
     threads: int | tuple | None = option(None, OptionInfo(
         "threads per block", unit="threads", range="X[,Y[,Z]], at most 1,024 in all", metavar="X[,Y[,Z]]",
         parse=parse_dims, group="launch", vary="launch.threads"))
@@ -231,6 +251,17 @@ def check_sync_window(sync_window) -> None:
                           f"to {MAX_SYNC_WINDOW}")
 
 
+def check_clock(clock) -> None:
+    """--clock: boost, sustained or a finite number of MHz from MIN_CLOCK_MHZ (the part's own ceiling is checked
+    where the arch is known: gpusim.arch.clocked)."""
+    if isinstance(clock, str) and clock in CLOCK_NAMES:
+        return
+    if isinstance(clock, (bool, np.bool_)) or not isinstance(clock, numbers.Real) or not np.isfinite(clock) \
+            or clock < MIN_CLOCK_MHZ:
+        raise GpusimError(f"--clock {shown(clock, 40)}: expected {' or '.join(CLOCK_NAMES)} or a clock of at least "
+                          f"{MIN_CLOCK_MHZ:g} MHz")
+
+
 def check_run_options(options: RunOptions) -> None:
     """Every option's value, with the command line's one-line messages (GpusimError)."""
     scheduler, simt, sms, seed, memory = options.scheduler, options.simt, options.sms, options.seed, options.memory
@@ -254,6 +285,7 @@ def check_run_options(options: RunOptions) -> None:
         raise GpusimError(f"--max-instructions {shown(limit, 40)}: expected an integer >= 1")
     options.launch  # noqa: B018 - checks the launch overrides
     check_sync_window(options.sync_window)
+    check_clock(options.clock)
     check_sample_trips(options.sample_trips, options.sample)
     if options.sample not in SAMPLE_MODES:
         raise GpusimError(f"--sample {shown(options.sample, 40)}: expected {', '.join(SAMPLE_MODES)}")
@@ -313,7 +345,8 @@ def reference_rows() -> list[tuple[str, str, str, str, str, str]]:
     return rows
 
 
-__all__ = ["MAX_INSTRUCTIONS", "MAX_SYNC_WINDOW", "MEMORY_MODELS", "MIN_SAMPLE_TRIPS", "OptionInfo", "RunOptions",
-           "SAMPLE_MODES", "SEED_MAX", "SIMT_MODES", "add_option_flags", "check_run_options",
-           "check_sample_trips", "check_sync_window", "make_options", "option_info", "option_names",
-           "options_from_args", "parse_dims", "parse_integer", "parse_size", "reference_rows", "size_bytes", "variables"]
+__all__ = ["CLOCK_NAMES", "MAX_INSTRUCTIONS", "MAX_SYNC_WINDOW", "MEMORY_MODELS", "MIN_CLOCK_MHZ", "MIN_SAMPLE_TRIPS",
+           "OptionInfo", "RunOptions", "SAMPLE_MODES", "SEED_MAX", "SIMT_MODES", "add_option_flags", "check_clock",
+           "check_run_options", "check_sample_trips", "check_sync_window", "make_options", "option_info",
+           "option_names", "options_from_args", "parse_clock", "parse_dims", "parse_integer", "parse_size",
+           "reference_rows", "size_bytes", "variables"]

@@ -64,6 +64,9 @@ def test_overrides_apply_to_the_options_given():
     ({"sample_trips": 8, "sample": "off"}, "--sample-trips 8: sets the sampled runs' loop trips"),
     ({"regs": 0}, "regs"),
     ({"scheduler": "fifo"}, "unknown scheduler 'fifo': expected one of"),
+    ({"clock": "turbo"}, "--clock turbo: expected boost or sustained or a clock of at least 100 MHz"),
+    ({"clock": 50}, "--clock 50: expected boost or sustained or a clock of at least 100 MHz"),
+    ({"clock": float("nan")}, "--clock nan: expected boost or sustained"),
 ])
 def test_a_bad_value_is_one_line_when_the_options_are_made(changes, message):
     with pytest.raises(GpusimError) as caught:

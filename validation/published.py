@@ -11,7 +11,9 @@ result converted to the row's metric:
     time_us         gpu__time_duration.sum x 1e6
     latency_cycles  d gpu_sim_cycle / d param between two runs (a `marginal` row)
 
-A row with `marginal: {param, short, long}` is simulated twice, with `param` at `short` and at `long`, and reports
+A row with `clock:` (boost, sustained or MHz, as `gpusim run --clock`) is simulated at that SM clock: `sustained`
+where the published run kept the tensor cores busy on a power-limited part whose arch file has a measured clock
+under tensor load. A row with `marginal: {param, short, long}` is simulated twice, with `param` at `short` and at `long`, and reports
 the difference (d flop / d time, d bytes / d time, d cycles / d param): the cost of the extra loop trips alone, as a
 timed loop measures it on the hardware. The table printed is `id | arch | published | simulated | ratio`, then the
 mean and the worst of |simulated / published - 1| over the rows simulated. The JSON record (--json, default
@@ -40,6 +42,8 @@ from pathlib import Path
 import yaml
 
 from gpusim.api import run
+from gpusim.errors import GpusimError
+from gpusim.options import check_clock
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -94,6 +98,7 @@ class Sim:
     arch: str
     params: tuple[tuple[str, object], ...]
     sms: int | None = None
+    clock: str | float = "boost"  # gpusim run --clock
 
 
 @dataclass(frozen=True)
@@ -110,12 +115,13 @@ class Row:
     marginal: tuple[str, float, float] | None  # (param, short, long)
     sms: int | None
     defaults: dict  # the workload's own parameter values (for the formula)
+    clock: str | float = "boost"  # the SM clock simulated (--clock): the one the published run held, where known
 
     def sims(self) -> list[Sim]:
         if self.marginal is None:
-            return [Sim(self.workload, self.arch, tuple(sorted(self.params.items())), self.sms)]
+            return [Sim(self.workload, self.arch, tuple(sorted(self.params.items())), self.sms, self.clock)]
         name, short, long = self.marginal
-        return [Sim(self.workload, self.arch, tuple(sorted({**self.params, name: v}.items())), self.sms)
+        return [Sim(self.workload, self.arch, tuple(sorted({**self.params, name: v}.items())), self.sms, self.clock)
                 for v in (short, long)]
 
     def names(self, sim: Sim) -> dict:
@@ -124,7 +130,7 @@ class Row:
     def record(self) -> dict:
         return {"id": self.id, "workload": self.workload, "arch": self.arch, "set": self.params,
                 "marginal": None if self.marginal is None else dict(zip(("param", "short", "long"), self.marginal)),
-                "sms": self.sms, "metric": self.metric, "unit": UNITS[self.metric], "formula": self.formula,
+                "sms": self.sms, "clock": self.clock, "metric": self.metric, "unit": UNITS[self.metric], "formula": self.formula,
                 "published": self.published, "source": self.source, "differs": self.differs}
 
 
@@ -184,8 +190,13 @@ def parse_row(raw, arches: set[str]) -> Row:
     sms = raw.get("sms")
     if sms is not None and not (type(sms) is int and sms >= 1):
         raise TableError(f"row {rid}: sms must be an integer >= 1")
+    clock = raw.get("clock", "boost")
+    try:
+        check_clock(clock)
+    except GpusimError as exc:
+        raise TableError(f"row {rid}: clock: {exc}") from None
     row = Row(rid, workload, raw["arch"], dict(params), metric, float(published), _text(raw["source"], "source", rid),
-              _text(raw["differs"], "differs", rid), formula, marginal, sms, _workload_defaults(ROOT / workload))
+              _text(raw["differs"], "differs", rid), formula, marginal, sms, _workload_defaults(ROOT / workload), clock)
     if formula is not None:
         for sim in row.sims():
             evaluate(formula, row.names(sim))  # a name the parameters lack is the table's error, found now
@@ -217,7 +228,8 @@ def simulate(sim: Sim) -> dict:
     """The run's kept metrics, or its one-line error."""
     started = time.perf_counter()
     try:
-        result = run(ROOT / sim.workload, sim.arch, params=dict(sim.params), sms=sim.sms, sample="auto")
+        result = run(ROOT / sim.workload, sim.arch, params=dict(sim.params), sms=sim.sms, sample="auto",
+                     clock=sim.clock)
     except Exception as exc:  # every failure is one row's one-line error, not the end of the table
         return {"error": one_line(exc), "wall_s": round(time.perf_counter() - started, 2)}
     sampling = result.sampling or {}
@@ -237,7 +249,8 @@ def run_sims(sims: list[Sim], jobs: int) -> dict[Sim, dict]:
 
     def note(sim: Sim, out: dict) -> None:
         what = out.get("error") or f"{out['wall_s']:.0f} s"
-        print(f"  [{len(done)}/{len(sims)}] {Path(sim.workload).stem} {sim.arch} "
+        print(f"  [{len(done)}/{len(sims)}] {Path(sim.workload).stem} {sim.arch}"
+              f"{'' if sim.clock == 'boost' else f' at {sim.clock} clock'} "
               f"{' '.join(f'{k}={v}' for k, v in sim.params)}: {what}", file=sys.stderr, flush=True)
 
     if jobs <= 1 or len(sims) <= 1:
@@ -287,7 +300,7 @@ def evaluate_rows(rows: list[Row], results: dict[Sim, dict]) -> list[dict]:
     for row in rows:
         outs = [results[s] for s in row.sims()]
         record = row.record()
-        record["runs"] = [{"params": dict(s.params), "sms": s.sms, **o} for s, o in zip(row.sims(), outs)]
+        record["runs"] = [{"params": dict(s.params), "sms": s.sms, "clock": s.clock, **o} for s, o in zip(row.sims(), outs)]
         failed = next((o["error"] for o in outs if "error" in o), None)
         if failed is None:
             try:

@@ -31,6 +31,21 @@ class Clocks:
     tensor_mhz: float = spec_field("clock NVIDIA quotes its tensor-core peak at (often below boost)", "MHz",
                                    number_range(1, 10_000))
     memory_note: str = spec_field("what the memory clock is, in words", validator=TextLine(200), default="")
+    sustained_tensor_mhz: float | None = spec_field(
+        "SM clock measured under sustained tensor-core load at the board's power limit (`--clock sustained` runs "
+        "at it); absent: not measured", "MHz", OrAbsent(number_range(1, 10_000)), default=None)
+
+    def __attrs_post_init__(self):
+        if self.sustained_tensor_mhz is not None and self.sustained_tensor_mhz > self.core_mhz:
+            raise ValueError(f"clocks.sustained_tensor_mhz: expected at most core_mhz ({self.core_mhz:g}), got "
+                             f"{self.sustained_tensor_mhz:g}")
+
+    def at(self, mhz: float) -> Clocks:
+        """These clocks with the SMs locked at `mhz` (at most the boost clock): simulated time, the FP32 and INT
+        peaks and DRAM's bytes per clock follow it; the tensor pipe's rate per clock is its quoted rate while the
+        clock is at or below tensor_mhz (a lower clock does not raise the tensor cores' work per clock)."""
+        return attrs.evolve(self, core_mhz=mhz, sustained_tensor_mhz=None if self.sustained_tensor_mhz is None
+                            else min(self.sustained_tensor_mhz, mhz))
 
 
 @attrs.frozen

@@ -66,7 +66,7 @@ def print_run(result) -> None:
     summary.add_column("value", justify="right")
     rows = [
         ("cycles (gpu_sim_cycle)", f"{m['gpu_sim_cycle']:,}"),
-        ("time at the core clock", f"{m['gpu__time_duration.sum'] * 1e6:,.2f} us"),
+        (_time_label(result, m), f"{m['gpu__time_duration.sum'] * 1e6:,.2f} us"),
         ("warp-instructions", f"{m['smsp__inst_executed.sum']:,}"),
         ("thread-instructions", f"{m['smsp__thread_inst_executed.sum']:,}"),
         ("IPC per SM (warp-inst / active cycle)", f"{m['sm__inst_executed.avg.per_cycle_active']:.3f}"),
@@ -173,3 +173,13 @@ def print_side_by_side(results) -> None:
             cells.append(fmt.format(value * scale) + ratio)
         table.add_row(label, *cells)
     console.print(table)
+
+
+def _time_label(result, m: dict) -> str:
+    """'time at the core clock', or at the clock --clock set ('time at 1,793 MHz (sustained)')."""
+    clock = result.options.get("clock", "boost") if isinstance(result.options, dict) else "boost"
+    hz = m.get("sm__cycles_elapsed.avg.per_second")
+    if clock == "boost" or not hz:
+        return "time at the core clock"
+    return f"time at {hz / 1e6:,.0f} MHz" + (" (sustained)" if clock == "sustained" else " (--clock)")
+

@@ -54,7 +54,9 @@ ACTIVE = "sm__cycles_active.avg"
 METRICS: dict[str, Metric] = _declare(
     (CYCLES, "cycles", "count", "core clock cycles from launch to the last block's end"),
     ("gpc__cycles_elapsed.max", "cycles", "count", "the same elapsed cycles, as Nsight Compute names them"),
-    (TIME, "s", "count", "elapsed time at the core clock"),
+    (TIME, "s", "count", "elapsed time at the SM clock simulated"),
+    ("sm__cycles_elapsed.avg.per_second", "Hz", "launch", "the SM clock simulated: the arch file's core clock, or "
+     "the one --clock sets"),
     (INSTS, "warp-instructions", "count", "warp-instructions issued"),
     ("smsp__thread_inst_executed.sum", "thread-instructions", "count", "thread-instructions executed (active lanes)"),
     ("gpu_sim_insn", "thread-instructions", "count", "GPGPU-Sim's name for the thread-instructions"),

@@ -37,6 +37,7 @@ def kernel_metrics(gpu, cycles: int) -> dict:
         "gpu_sim_cycle": cycles,
         "gpc__cycles_elapsed.max": cycles,
         "gpu__time_duration.sum": cycles / (spec.clocks.core_mhz * 1e6),
+        "sm__cycles_elapsed.avg.per_second": spec.clocks.core_mhz * 1e6,
         "smsp__inst_executed.sum": inst,
         "smsp__thread_inst_executed.sum": thread_inst,
         "gpu_sim_insn": thread_inst,
