@@ -430,7 +430,10 @@ def table_published(opts) -> str:
     for r in d["rows"]:
         shape = ", ".join(f"{k}={v}" for k, v in (r.get("set") or {}).items())
         simulated = cell(r.get("simulated"), r.get("unit", "")) if not r.get("error") else f"error: {r['error']}"
-        rows.append([f"`{r['id']}`", f"{r['workload']} ({shape})" if shape else r["workload"], r["arch"],
+        clock = r.get("clock", "boost")
+        arch = r["arch"] if clock == "boost" else f"{r['arch']} at the {clock} clock" if isinstance(clock, str) \
+            else f"{r['arch']} at {clock:g} MHz"
+        rows.append([f"`{r['id']}`", f"{r['workload']} ({shape})" if shape else r["workload"], arch,
                      cell(r.get("published"), r.get("unit", "")), simulated,
                      "-" if r.get("ratio") is None else f"{r['ratio']:.3f}", _md(str(r.get("source", "")))])
     out = _table(["row", "workload", "arch", "published", "simulated", "ratio", "source"], rows, "lllrrrl")

@@ -25,6 +25,8 @@ MEASUREMENTS: tuple[tuple[str, str, str], ...] = (
     ("device, compute_capability", "cudaGetDeviceProperties", "full_name, compute_capability"),
     ("reported_max_clock_mhz", "cudaDevAttrClockRate", "clocks.core_mhz"),
     ("sm_clock_mhz_during_wgmma", "wgmma_throughput (sm_90a)", "clocks.tensor_mhz"),
+    ("sm_clock_mhz_during_wgmma, sm_clock_mhz_during_hmma", "wgmma_throughput, hmma_throughput",
+     "clocks.sustained_tensor_mhz"),
     ("memory_clock_mhz, memory_bus_width_bits", "cudaDevAttrMemoryClockRate, GlobalMemoryBusWidth",
      "clocks.memory_note, memory.dram.bandwidth_gbs"),
     ("sms", "cudaDeviceProp.multiProcessorCount", "structure.enabled_sms"),
@@ -198,6 +200,15 @@ class Calibration:
             self.put("clocks.tensor_mhz", _num(round(tensor)),
                      f"{self._where('wgmma_throughput')}: the SM clock while the tensor cores ran at their peak "
                      f"({tensor:.0f} MHz, from clock64 over event time)")
+        loaded = {name: self._mean(f"sm_clock_mhz_during_{name}") for name in ("wgmma", "hmma")}
+        loaded = {name: mhz for name, mhz in loaded.items() if mhz is not None}
+        if loaded:
+            name, mhz = min(loaded.items(), key=lambda item: item[1])
+            ceiling = core if core is not None else self.get("clocks.core_mhz")
+            mhz = min(mhz, ceiling) if isinstance(ceiling, (int, float)) else mhz
+            self.put("clocks.sustained_tensor_mhz", _num(round(mhz)),
+                     f"{self._where(f'{name}_throughput')}: the SM clock the part held while its tensor cores ran "
+                     f"flat out ({', '.join(f'{k} {v:.0f} MHz' for k, v in loaded.items())}: the lower)")
         mem, bus = self._mean("memory_clock_mhz"), self._mean("memory_bus_width_bits")
         smi = r.machine.get("clocks.max.memory [MHz]")
         if mem and bus:
