@@ -45,7 +45,7 @@ def _twin_facts(path: Path) -> tuple[str, dict, str]:
 
 def test_there_is_a_twin_of_each_workload_named():
     assert {p.stem for p in TWINS} >= {"vecadd", "stream", "reduction", "divergence", "transpose", "gemm_tile128",
-                                       "gemm_multistage", "gemm_hopper_ws", "flash_attention_simple", "kv_decode"}
+                                       "gemm_multistage", "gemm_hopper_ws", "flash_attention", "flash_attention_simple", "kv_decode"}
 
 
 @pytest.mark.parametrize("twin", TWINS, ids=lambda p: p.stem)
