@@ -27,6 +27,8 @@
 //   wgmma               (sm_90a builds) wgmma.mma_async m64n128 throughput per precision: FP16, BF16, TF32, FP8, INT8,
 //                       and the SM clock during the FP16 run
 //   sfu                 MUFU.EX2 (ex2.approx.ftz.f32): dependent latency and warp-instructions per clock per SM
+//   f2fp                cvt.rn.f16x2.f32 (F2FP) warp-instructions per clock per SM, alone and alternating with ex2
+//                       (whether the softmax's conversions share the SFU's pipe)
 //   block_launch        empty blocks of 32 threads, one resident per SM (all the shared memory): cycles per block
 #include <cuda_runtime.h>
 #include <cstdio>
@@ -475,6 +477,35 @@ __global__ void sfu_throughput(float* out, long long* cycles, int iters, float x
     if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
+// ---------------------------------------------------------------- F2FP: FP32 pairs packed to FP16 (cvt.rn.f16x2.f32)
+// The conversion FlashAttention's softmax issues once per two values of P. MIXED = false: 8 independent chains of
+// conversions alone (warp-instructions per clock per SM); MIXED = true: each chain alternates an ex2 and a
+// conversion, so a pair costs the sum of the two rates where they share a pipe and the slower one where they do not.
+template <bool MIXED>
+__global__ void f2fp_throughput(float* out, long long* cycles, int iters, float x0) {
+    unsigned x[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) x[k] = __float_as_uint(x0 + k * 1e-3f + threadIdx.x * 1e-6f);
+    long long t0 = clock64();
+    for (int i = 0; i < iters; i++) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                float f = __uint_as_float(x[k]);
+                if (MIXED) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(f));
+                asm volatile("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(x[k]) : "f"(f));
+            }
+        }
+    }
+    long long t1 = clock64();
+    unsigned s = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) s ^= x[k];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = __uint_as_float(s);
+    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
 // ---------------------------------------------------------------- block launch: empty blocks, one per SM at a time
 __global__ void empty_block() {}
 
@@ -812,6 +843,14 @@ int main() {
         emit("sfu_ex2_dependent_latency_cycles", num(per_trip / 16));
         per_trip = marginal([&](int it) { sfu_throughput<<<2 * sms, 1024>>>(fout, cyc, it, 0.5f); return sync1(2 * sms); }, 256);
         emit("sfu_ex2_warp_inst_per_clock_per_sm", num(2.0 * 32 * 4 * 8 / per_trip));
+    }
+
+    // F2FP: cvt.rn.f16x2.f32 alone, and alternating with ex2 (2 x 1024 threads per SM, 8 chains)
+    {
+        double per_trip = marginal([&](int it) { f2fp_throughput<false><<<2 * sms, 1024>>>(fout, cyc, it, 0.5f); return sync1(2 * sms); }, 256);
+        emit("f2fp_warp_inst_per_clock_per_sm", num(2.0 * 32 * 4 * 8 / per_trip));
+        per_trip = marginal([&](int it) { f2fp_throughput<true><<<2 * sms, 1024>>>(fout, cyc, it, 0.5f); return sync1(2 * sms); }, 256);
+        emit("f2fp_with_ex2_pairs_per_clock_per_sm", num(2.0 * 32 * 4 * 8 / per_trip));
     }
 
     // Block launch: empty 32-thread blocks holding all of an SM's shared memory (one resident per SM), 64 vs 128 per SM
