@@ -74,3 +74,18 @@ def test_a_clock_the_part_cannot_run_is_one_line(arch, clock, message):
 def test_a_bad_clock_word_is_a_usage_error():
     proc = run_cli("run", str(HMMA), "--arch", "h100", "--clock", "fast")
     assert proc.returncode == 2 and "argument --clock: expected boost or sustained or a clock in MHz" in proc.stderr
+
+
+@pytest.mark.parametrize("path, params", [
+    (ROOT / "workloads/microbench/stream.yaml", {"n": 262144, "blocks": 16}),
+    (ROOT / "workloads/gemm_tile128.yaml", {"M": 256, "N": 256, "K": 256}),
+    (ROOT / "workloads/gemm_hopper_ws.yaml", {"M": 256, "N": 256, "K": 256}),
+    (ROOT / "workloads/flash_attention.yaml", {"seq": 256, "heads": 2}),
+])
+@pytest.mark.parametrize("clock", ["sustained", 1000])
+def test_a_lower_clock_breaks_no_physical_limit(path, params, clock):
+    """Every rate of a run at a locked clock stays within that clock's peaks (checked against the clocked part)."""
+    from gpusim.stats.invariants import violations
+
+    result = gpusim.run(path, "h100", params=params, sms=4, clock=clock)
+    assert violations(result.metrics, clocked(load_arch("h100"), clock)) == []
