@@ -16,9 +16,8 @@ width and of the vocabulary.
 * Prefill attention: workloads/flash_attention3.yaml on 9.x, flash_attention.yaml (FlashAttention-2 with the
   library's tiles for the head dimension and part) on 8.x and 10.x (FlashAttention-3 needs wgmma, which Blackwell
   lacks), flash_attention_simple.yaml before 8.0 (no cp.async), over batch x heads / tp at seq = prompt (rounded up
-  to the query and key tiles). The
-  workloads compute every query against every key; a causal prefill visits (n + 1) / 2n of the key tiles (n query
-  tiles), so the simulated time is scaled by that fraction (`scale`).
+  to the query and key tiles). The workloads compute every query against every key; a causal prefill visits
+  (n + 1) / 2n of the key tiles (n query tiles), so the simulated time is scaled by that fraction (`scale`).
 * Decode attention: workloads/kv_decode.yaml (split-KV FlashDecoding) over the context given (the estimate passes
   the mean context of the generation), rounded up to whole splits. An FP8 cache is simulated as an FP16 cache of
   half the context: the same bytes, which is what bounds it.

@@ -182,4 +182,3 @@ def _time_label(result, m: dict) -> str:
     if clock == "boost" or not hz:
         return "time at the core clock"
     return f"time at {hz / 1e6:,.0f} MHz" + (" (sustained)" if clock == "sustained" else " (--clock)")
-
