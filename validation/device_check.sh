@@ -12,7 +12,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-device-results}
 mkdir -p "$out/bin"
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.memory,power.limit,driver_version --format=csv > "$out/nvidia-smi.csv"
+nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.memory,power.limit,driver_version --format=csv \
+    > "$out/nvidia-smi.csv"
 nvcc -O3 -std=c++17 -arch=sm_90a -lineinfo -o "$out/bin/microbench" "$here/microbench.cu"
 for twin in flash_attention gemm_hopper_ws gemm_tile128; do
     nvcc -O3 -std=c++17 -arch=sm_90a -o "$out/bin/$twin" "$here/kernels/$twin.cu"

@@ -13,13 +13,13 @@ result converted to the row's metric:
 
 A row with `clock:` (boost, sustained or MHz, as `gpusim run --clock`) is simulated at that SM clock: `sustained`
 where the published run kept the tensor cores busy on a power-limited part whose arch file has a measured clock
-under tensor load. A row with `marginal: {param, short, long}` is simulated twice, with `param` at `short` and at `long`, and reports
-the difference (d flop / d time, d bytes / d time, d cycles / d param): the cost of the extra loop trips alone, as a
-timed loop measures it on the hardware. The table printed is `id | arch | published | simulated | ratio`, then the
-mean and the worst of |simulated / published - 1| over the rows simulated. The JSON record (--json, default
-validation/results/published.json) holds the command, the commit, the machine, the date and every row with the
-metrics of its runs. Large errors are the output, not a failure: the exit status is 0 unless a row's simulation
-failed (1; its one-line error is printed in the table) or the table itself is malformed (2).
+under tensor load. A row with `marginal: {param, short, long}` is simulated twice, with `param` at `short` and at
+`long`, and reports the difference (d flop / d time, d bytes / d time, d cycles / d param): the cost of the extra
+loop trips alone, as a timed loop measures it on the hardware. The table printed is `id | arch | published |
+simulated | ratio`, then the mean and the worst of |simulated / published - 1| over the rows simulated. The JSON
+record (--json, default validation/results/published.json) holds the command, the commit, the machine, the date and
+every row with the metrics of its runs. Large errors are the output, not a failure: the exit status is 0 unless a
+row's simulation failed (1; its one-line error is printed in the table) or the table itself is malformed (2).
 """
 
 from __future__ import annotations
@@ -130,8 +130,8 @@ class Row:
     def record(self) -> dict:
         return {"id": self.id, "workload": self.workload, "arch": self.arch, "set": self.params,
                 "marginal": None if self.marginal is None else dict(zip(("param", "short", "long"), self.marginal)),
-                "sms": self.sms, "clock": self.clock, "metric": self.metric, "unit": UNITS[self.metric], "formula": self.formula,
-                "published": self.published, "source": self.source, "differs": self.differs}
+                "sms": self.sms, "clock": self.clock, "metric": self.metric, "unit": UNITS[self.metric],
+                "formula": self.formula, "published": self.published, "source": self.source, "differs": self.differs}
 
 
 def _text(value, what: str, rid: str) -> str:
@@ -300,7 +300,8 @@ def evaluate_rows(rows: list[Row], results: dict[Sim, dict]) -> list[dict]:
     for row in rows:
         outs = [results[s] for s in row.sims()]
         record = row.record()
-        record["runs"] = [{"params": dict(s.params), "sms": s.sms, "clock": s.clock, **o} for s, o in zip(row.sims(), outs)]
+        record["runs"] = [{"params": dict(s.params), "sms": s.sms, "clock": s.clock, **o}
+                          for s, o in zip(row.sims(), outs)]
         failed = next((o["error"] for o in outs if "error" in o), None)
         if failed is None:
             try:

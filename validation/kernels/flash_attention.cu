@@ -62,7 +62,8 @@ __global__ void __launch_bounds__(32 * W) flash_attention(const uint4* __restric
                 ldsm_x4(fq[mt], sq + swz(row, kk * 2 + lane / 16));
             }
 #pragma unroll
-            for (int n16 = 0; n16 < BN / 16; n16++) ldsm_x4(fk[n16], sk + swz(n16 * 16 + lane % 16, kk * 2 + lane / 16));
+            for (int n16 = 0; n16 < BN / 16; n16++)
+                ldsm_x4(fk[n16], sk + swz(n16 * 16 + lane % 16, kk * 2 + lane / 16));
 #pragma unroll
             for (int rep = 0; rep < MT * NT; rep++) {
                 int mt = rep / NT, nt = rep % NT;
