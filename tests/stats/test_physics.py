@@ -388,6 +388,7 @@ SMALL = {
     "gemm_multistage.yaml": {"M": 256, "N": 256, "K": 256},
     "gemm_hopper_ws.yaml": {"M": 256, "N": 256, "K": 256},
     "gemm_blackwell_umma.yaml": {"M": 256, "N": 512, "K": 512},
+    "gemm_blackwell_2sm.yaml": {"M": 512, "N": 512, "K": 512},
     "flash_attention3.yaml": {"seq": 256, "heads": 2},
     "attention_naive.yaml": {"seq": 128, "heads": 2},
     "flash_attention.yaml": {"seq": 128, "heads": 2},

@@ -11,6 +11,7 @@ from tests.conftest import ROOT, kernel_workloads, run_cli
 
 SHIPPED = sorted(str(p.relative_to(ROOT)) for p in kernel_workloads())
 PROMISED = ["gemm_tile128", "gemm_tile128_sync", "gemm_multistage", "gemm_hopper_ws", "gemm_blackwell_umma",
+            "gemm_blackwell_2sm",
             "flash_attention3", "vecadd", "reduction", "attention_naive", "flash_attention", "flash_attention_simple",
             "kv_decode",
             "kv_decode_naive", "gemv", "rmsnorm", "swiglu",

@@ -15,7 +15,7 @@ from tests.conftest import ROOT, kernel_workloads
 
 SHIPPED = kernel_workloads()
 SLOW = 20_000_000  # warp-instructions: a default size past this takes a minute or more (sampled): -m slow
-SLOW_NAMED = {"gemm_hopper_ws"}  # fewer, but about a minute all the same (50 s alone on 2 idle cores): -m slow
+SLOW_NAMED = {"gemm_hopper_ws", "gemm_blackwell_2sm"}  # fewer, but 40-50 s each alone on 2 idle cores: -m slow
 
 
 def _case(path, arch, unit):
