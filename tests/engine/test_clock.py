@@ -89,3 +89,27 @@ def test_a_lower_clock_breaks_no_physical_limit(path, params, clock):
 
     result = gpusim.run(path, "h100", params=params, sms=4, clock=clock)
     assert violations(result.metrics, clocked(load_arch("h100"), clock)) == []
+
+
+def test_at_the_clock_the_h200_held_mma_sync_runs_at_its_measured_throughput():
+    """validation/results/h200-2026-11-29.json: the saturating mma.sync kernel ran at 645.8 TFLOP/s with the SM clock
+    at 1793 MHz. The engine's hmma_peak on two SMs at --clock sustained, scaled to the part's 132 SMs, gives that
+    within 2%, and no more than the clock's peak."""
+    m = gpusim.run(HMMA, "h200", params={"blocks": 4, "iters": 64}, sms=2, clock="sustained").metrics
+    tflops = m["gpusim__tensor_flop.sum"] / m["gpu__time_duration.sum"] / 2 * 132 / 1e12
+    assert tflops == pytest.approx(645.771, rel=0.02)
+    assert tflops <= 683 * 4 * 132 * 1793e6 / 1e12
+
+
+@pytest.mark.parametrize("value, message", [
+    (2100, "clocks.sustained_tensor_mhz: expected at most core_mhz (1980), got 2100"),
+    ("'fast'", "'clocks.sustained_tensor_mhz' (line"),
+])
+def test_a_bad_sustained_clock_in_an_arch_file_is_one_line(tmp_path, value, message):
+    text = (ROOT / "arch/h100.yaml").read_text().replace("sustained_tensor_mhz: 1793", f"sustained_tensor_mhz: {value}")
+    path = tmp_path / "bad_h100.yaml"
+    path.write_text(text)
+    proc = run_cli("run", str(HMMA), "--arch", str(path), "--sms", "1")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert str(path) in proc.stderr and message in proc.stderr
