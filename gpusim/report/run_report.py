@@ -177,7 +177,7 @@ def print_side_by_side(results) -> None:
 
 def _time_label(result, m: dict) -> str:
     """'time at the core clock', or at the clock --clock set ('time at 1,793 MHz (sustained)')."""
-    clock = result.options.get("clock", "boost") if isinstance(result.options, dict) else "boost"
+    clock = result.options.get("clock", "boost")
     hz = m.get("sm__cycles_elapsed.avg.per_second")
     if clock == "boost" or not hz:
         return "time at the core clock"
