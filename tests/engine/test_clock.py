@@ -112,4 +112,4 @@ def test_a_bad_sustained_clock_in_an_arch_file_is_one_line(tmp_path, value, mess
     proc = run_cli("run", str(HMMA), "--arch", str(path), "--sms", "1")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
-    assert str(path) in proc.stderr and message in proc.stderr
+    assert path.name in proc.stderr and message in proc.stderr  # (a long path is shortened in the middle)
