@@ -15,8 +15,12 @@ def _interrupted_at_start_up(kind, value, traceback) -> None:
 
 _COMMAND_LINE = ("-m", "gpusim") in zip(sys.orig_argv, sys.orig_argv[1:]) or "-mgpusim" in sys.orig_argv \
     or sys.argv[0].endswith(("/gpusim", "\\gpusim.exe"))
-if _COMMAND_LINE:  # the command line only: a program that imports gpusim keeps its own hook
+if _COMMAND_LINE:  # the command line only: a program that imports gpusim keeps its own hook and settings
     sys.excepthook = _interrupted_at_start_up
+    import os
+
+    # the engine is one thread and its numpy work is small: OpenBLAS's worker threads would only spin beside it
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from . import native
 

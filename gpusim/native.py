@@ -42,6 +42,10 @@ COMPILED = (
     "gpusim/memory/l2_tags.py",
     "gpusim/memory/l2_contents.py",
     "gpusim/memory/shadow_l2.py",
+    "gpusim/memory/l1.py",
+    "gpusim/memory/sm_port.py",
+    "gpusim/memory/dram_channel.py",
+    "gpusim/memory/l2_slice.py",
     "gpusim/memory/hierarchy.py",
     "gpusim/stats/counters.py",
 )

@@ -218,10 +218,22 @@ class SubPartition:
 
     # --- issue -------------------------------------------------------------------------------------------
     def issue(self, warp: Warp, now: int) -> None:
-        inst, timing, counters = warp.inst, warp.timing, self.counters
+        """Issue the warp's instruction at `now`: count it, carry it out on its pipe (or the memory model), then
+        fetch the warp's next instruction and put the warp where it belongs."""
+        inst, timing = warp.inst, warp.timing
         assert inst is not None, "only a warp with a fetched instruction is ready"
-        tallies = counters.tallies
-        tallies[warp.reason].cycles += now - warp.since  # the issue cycle itself is counted as selected
+        self.count_issue(warp, inst, timing, now)
+        if timing.is_memory:
+            hold = self.execute_memory(warp, inst, timing, now)
+        else:
+            hold = self.execute(warp, inst, timing, now)
+        self.place(warp, timing, hold, now)
+
+    def count_issue(self, warp: Warp, inst: WarpInst, timing: OpTiming, now: int) -> None:
+        """The issue's counts: the warp's interval in its state until now (the issue cycle itself is counted as
+        selected), the instruction, its lanes, FLOP and pipeline; the policy and the observer hear of it."""
+        counters = self.counters
+        counters.tallies[warp.reason].cycles += now - warp.since
         observer = self.observer
         if observer is not None and now > warp.since:
             observer.state(self, warp, warp.reason, warp.since, now)
@@ -244,68 +256,68 @@ class SubPartition:
             self.policy.issued(warp, now)
         if observer is not None:
             observer.issued(self.sm, self, warp, inst, now)
-        pipe = timing.pipe_index
-        regs = warp.regs
-        hold = 0  # asynchronous waits: the next instruction issues no earlier (reason: self.hold_reason)
-        if timing.is_memory:
-            # the pipe serves its queue in order; an instruction starts when the one before it is done, and the
-            # pipe accepts another while fewer than queue_depth wait (full: mio_throttle / lg_throttle)
-            drain = self.pipe_drain[pipe]
-            start = drain if drain > now else now
-            ready_at: int
-            busy: int
-            operands = inst.operands
-            if operands is not None and operands.peer >= 0:  # distributed shared memory: another block's
-                ready_at, busy = clusters.remote_access(self, warp, inst, start)
-            else:
-                hierarchy = self.hierarchy
-                if hierarchy is not None:
-                    ready_at, busy = hierarchy.access(self.sm_index, inst, start)
-                else:
-                    ready_at, busy = self.memory.access(self.sm_index, inst, start)  # a MemoryResult or a plain pair
-            if observer is not None:
-                observer.accessed(self.sm, self, warp, inst, start, ready_at)
-            done = start + (busy if busy > timing.interval else timing.interval)  # the data stage, MSHRs, port
-            self.pipe_drain[pipe] = done
-            accept = done - (self.queue_depth - 1) * timing.interval
-            self.pipe_free[pipe] = accept if accept > now else now + 1
-            if timing.drains:
-                if ready_at > warp.store_done:
-                    warp.store_done = ready_at
-            if inst.dst:
-                entry = ready_at << BOARD_BITS | timing.board_code  # (warp.scoreboard_entry, inline)
-                for name in inst.dst:
-                    regs[name] = entry
-            if timing.async_kind and inst.operands is not None:
-                hold = asynchrony.issue(self, warp, inst, timing, now, ready_at)
-        else:
-            if pipe:  # index 0: no pipe, only the issue slot
-                self.pipe_free[pipe] = now + timing.interval
-            if inst.dst and timing.board != NONE:
-                entry = (now + timing.latency) << BOARD_BITS | timing.board_code
-                for name in inst.dst:
-                    regs[name] = entry
-            if timing.async_kind and inst.operands is not None:
-                hold = asynchrony.issue(self, warp, inst, timing, now, now + timing.latency)
 
-        # fetch the next instruction and put the warp where it belongs: ready, asleep, at a barrier, gone
+    def execute_memory(self, warp: Warp, inst: WarpInst, timing: OpTiming, now: int) -> int:
+        """A memory instruction: the pipe serves its queue in order; the instruction starts when the one before it
+        is done, and the pipe accepts another while fewer than queue_depth wait (full: mio_throttle /
+        lg_throttle). Its destinations are ready when the memory model says. Returns its asynchronous hold (see
+        asynchrony.issue; 0: none)."""
+        pipe = timing.pipe_index
+        drain = self.pipe_drain[pipe]
+        start = drain if drain > now else now
+        ready_at: int
+        busy: int
+        operands = inst.operands
+        if operands is not None and operands.peer >= 0:  # distributed shared memory: another block's
+            ready_at, busy = clusters.remote_access(self, warp, inst, start)
+        else:
+            hierarchy = self.hierarchy
+            if hierarchy is not None:
+                ready_at, busy = hierarchy.access(self.sm_index, inst, start)
+            else:
+                ready_at, busy = self.memory.access(self.sm_index, inst, start)  # a MemoryResult or a plain pair
+        if self.observer is not None:
+            self.observer.accessed(self.sm, self, warp, inst, start, ready_at)
+        done = start + (busy if busy > timing.interval else timing.interval)  # the data stage, MSHRs, port
+        self.pipe_drain[pipe] = done
+        accept = done - (self.queue_depth - 1) * timing.interval
+        self.pipe_free[pipe] = accept if accept > now else now + 1
+        if timing.drains:
+            if ready_at > warp.store_done:
+                warp.store_done = ready_at
+        if inst.dst:
+            entry = ready_at << BOARD_BITS | timing.board_code  # (warp.scoreboard_entry, inline)
+            regs = warp.regs
+            for name in inst.dst:
+                regs[name] = entry
+        if timing.async_kind and operands is not None:
+            return asynchrony.issue(self, warp, inst, timing, now, ready_at)
+        return 0
+
+    def execute(self, warp: Warp, inst: WarpInst, timing: OpTiming, now: int) -> int:
+        """A compute, control or synchronisation instruction: its pipe is busy for its interval and its
+        destinations are ready its latency later. Returns its asynchronous hold (see asynchrony.issue)."""
+        pipe = timing.pipe_index
+        if pipe:  # index 0: no pipe, only the issue slot
+            self.pipe_free[pipe] = now + timing.interval
+        if inst.dst and timing.board != NONE:
+            entry = (now + timing.latency) << BOARD_BITS | timing.board_code
+            regs = warp.regs
+            for name in inst.dst:
+                regs[name] = entry
+        if timing.async_kind and inst.operands is not None:
+            return asynchrony.issue(self, warp, inst, timing, now, now + timing.latency)
+        return 0
+
+    def place(self, warp: Warp, timing: OpTiming, hold: int, now: int) -> None:
+        """After the issue of an instruction with `timing` at `now`: fetch the warp's next instruction and put the
+        warp where it belongs: gone (its stream ended), at a barrier, parked on an mbarrier (`hold` < 0), asleep
+        until its operands are ready (and a branch resolved, an asynchronous wait over: `hold`), or ready."""
         nxt = now + 1
         warp.since = nxt
         following = next_inst(warp.stream)
-        if following is None:  # the warp exits once its stores are done and its loads have arrived
-            warp.inst = None
-            self.ready.remove(warp)
-            if hold < 0:
-                asynchrony.cancel_park(warp)
-            done = warp.store_done
-            for entry in regs.values():
-                if entry >> BOARD_BITS > done:
-                    done = entry >> BOARD_BITS
-            if done > nxt:
-                self.sleep(warp, done, "drain", retire=True)
-            else:
-                self.sm.retire_warp(warp, nxt)
-                asynchrony.check_stuck(warp)
+        if following is None:
+            self.exit(warp, hold, nxt)
             return
         warp.inst = following
         following_timing = self.timing_cache.get(following.info.opcode)
@@ -320,6 +332,7 @@ class SubPartition:
             self.ready.remove(warp)
             warp.reason = self.hold_reason
             return
+        regs = warp.regs
         if warp.timing.chains:
             ready_at, board = accumulating_operands_ready(regs, following, nxt)
         else:
@@ -347,3 +360,19 @@ class SubPartition:
                 self.policy.stalled_long(warp)
         else:  # ready next cycle: eligible, or throttled while its pipe is busy
             warp.reason = NOT_SELECTED if self.pipe_free[warp.timing.pipe_index] <= nxt else warp.timing.throttle
+
+    def exit(self, warp: Warp, hold: int, nxt: int) -> None:
+        """The warp's stream has ended: it exits once its stores are done and its loads have arrived."""
+        warp.inst = None
+        self.ready.remove(warp)
+        if hold < 0:
+            asynchrony.cancel_park(warp)
+        done = warp.store_done
+        for entry in warp.regs.values():
+            if entry >> BOARD_BITS > done:
+                done = entry >> BOARD_BITS
+        if done > nxt:
+            self.sleep(warp, done, "drain", retire=True)
+        else:
+            self.sm.retire_warp(warp, nxt)
+            asynchrony.check_stuck(warp)

@@ -40,17 +40,24 @@ from ..errors import GpusimError
 from ..isa.inst import WarpInst, lane_offsets
 from .cache import SectoredCache
 from .coalescer import Coalescer, hottest_address_per_line, local_addresses
+from .dram_channel import DramChannel
+from .l1 import L1
 from .l2_contents import dirty_bytes_in, warm_fill
-from .l2_tags import forget_returned, line_hash, update_tags
-from .levels import DRAM, L1, L2, L2_IN_FLIGHT
+from .l2_slice import L2Slice
+from .l2_tags import line_hash
+from .levels import L1 as AT_L1
 from .metrics import hierarchy_metrics
-from .mshr import MshrTable
 from .shadow_l2 import ShadowL2
 from .shared_banks import SharedMemoryBanks
 from .sm_network import SmToSmNetwork
+from .sm_port import SmPort
 
 
 class MemoryHierarchy:
+    """The units, wired from the arch: per SM an L1 (l1.py) and a port to L2 (sm_port.py); the L2 slices
+    (l2_slice.py), the DRAM channels (dram_channel.py) and the SM-to-SM network (sm_network.py). Each owns its state
+    and counters; the hierarchy routes a warp's access through them and counts its requests."""
+
     def __init__(self, spec: Any, sms: int, l1_bytes: int):
         mem = spec.memory
         share = min(1.0, sms / spec.sms)  # of the chip's L2 and DRAM bandwidth (see the module docstring)
@@ -65,61 +72,42 @@ class MemoryHierarchy:
         self.l2_hit_latency: int = mem.l2.hit_latency
         self.dram_latency: int = mem.dram.latency
         self.l1_bytes = l1_bytes
-        self.l1 = [SectoredCache(l1_bytes, mem.l1.line_bytes, self.sector, mem.l1.associativity) for _ in range(sms)]
-        self.mshrs = [MshrTable(mem.l1.mshrs, self.sectors_per_line) for _ in range(sms)]
+        self.l1s: list[L1] = [L1(l1_bytes, mem.l1.line_bytes, self.sector, mem.l1.associativity, mem.l1.mshrs,
+                                 mem.l1.hit_latency) for _ in range(sms)]
+        self.ports: list[SmPort] = [SmPort(float(mem.l2.sm_bytes_per_clock)) for _ in range(sms)]
         # a share of the chip keeps that share of the slices and channels (at least one), each at its full rate,
         # and the whole L2 capacity
         slices = max(1, round(mem.l2.slices * share))
         channels = max(1, round(mem.dram.channels * share))
-        slice_bytes = mem.l2.size_bytes // slices
-        self.l2_spec: Any = mem.l2
-        self.l2 = [SectoredCache(slice_bytes, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.associativity)
-                   for _ in range(slices)]
-        # per slice: line -> the sectors in flight from DRAM, one int: cycle they are back << pending_shift | mask
-        self.l2_pending: list[dict[int, int]] = [{} for _ in range(slices)]
-        self.pending_shift: int = widest
-        self.pending_sectors: int = (1 << widest) - 1
-        self.l2_pending_limit: list[int] = [1024] * slices
-        self.slice_free: list[float] = [0.0] * slices
-        self.slice_rate: float = mem.l2.bandwidth_bytes_per_clock / mem.l2.slices  # bytes per core clock
-        self.atomic_cycles: int = mem.l2.atomic_cycles_per_address_update
         dram_bytes_per_clock = mem.dram.bandwidth_gbs * 1e9 / (spec.clocks.core_mhz * 1e6)
-        self.channel_free: list[float] = [0.0] * channels
-        self.channel_rate: float = dram_bytes_per_clock / mem.dram.channels
-        self.channel_read_rate: float = self.channel_rate * mem.dram.read_efficiency
-        self.channel_write_rate: float = self.channel_rate * mem.dram.write_efficiency
+        self.channels: list[DramChannel] = [
+            DramChannel(dram_bytes_per_clock / mem.dram.channels, mem.dram.read_efficiency,
+                        mem.dram.write_efficiency) for _ in range(channels)]
+        self.l2_spec: Any = mem.l2
+        self.slices: list[L2Slice] = [
+            L2Slice(mem.l2.size_bytes // slices, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.associativity,
+                    mem.l2.bandwidth_bytes_per_clock / mem.l2.slices, mem.l2.hit_latency, mem.dram.latency,
+                    mem.l2.atomic_cycles_per_address_update, self.sector_count, widest, self.channels)
+            for _ in range(slices)]
         # the earliest cycle any later request can be made at (the GPU's clock sets it; -1: not driven by one, then
         # the request's own cycle): L2 entries in flight are forgotten only once their data is back by then
         self.horizon: float = -1.0
-        self.data_free: list[int] = [0] * sms  # first free cycle of each SM's L1TEX data stage
-        self.port_free: list[float] = [0.0] * sms  # each SM's port to L2: when it is next free
-        self.port_rate: float = float(mem.l2.sm_bytes_per_clock)
         self.banks = SharedMemoryBanks(spec.shared_memory.banks, spec.shared_memory.bank_width_bytes)
         self.clock_hz = spec.clocks.core_mhz * 1e6
         self.coalescer = Coalescer(self.line_bytes, self.sector)
-        # event counts (metrics() names them)
+        # request counts (metrics() names them; the units count their own traffic)
         self.ld_requests = 0
         self.ld_sectors = 0
-        self.ld_sector_hits = 0
-        self.l1_merged = 0
-        self.l2_merged = 0
-        self.data_wavefronts = 0
-        self.port_bytes = 0
         self.atomic_updates = 0
         self.atom_sectors = 0
         self.smem_conflicts_atom = 0
         self.st_requests = 0
         self.st_sectors = 0
         self.atom_requests = 0
-        self.l2_sectors = 0
-        self.l2_hits = 0
-        self.dram_read = 0
-        self.dram_write = 0
         self.shadow: ShadowL2 | None = None  # a sampled run's (use_shadow_l2)
         # a reduced run's (count_recent_fills): L2 hits within this many cycles of their sectors' fill from DRAM
         self.recent_window: int = 0
         self.recent_spread: int = 0
-        self.l2_recent_hits = 0
         self.smem_wavefronts = 0
         self.async_wavefronts = 0  # data-stage passes of bulk copies' shared-memory writes and wgmma operand reads
         self.smem_conflicts_ld = 0
@@ -137,6 +125,60 @@ class MemoryHierarchy:
         self.dsmem_sectors: list[int] = [0, 0, 0]
         self.latency_sum: list[int] = [0, 0, 0, 0]  # by the deepest level a load's own requests reached (levels.py)
         self.latency_count: list[int] = [0, 0, 0, 0]
+
+    # --- the units' counters, over all of them ------------------------------------------------------------
+    @property
+    def ld_sector_hits(self) -> int:
+        return sum([l1.sector_hits for l1 in self.l1s])
+
+    @property
+    def l1_merged(self) -> int:
+        return sum([l1.merged for l1 in self.l1s])
+
+    @property
+    def data_wavefronts(self) -> int:
+        return sum([l1.data_wavefronts for l1 in self.l1s])
+
+    @property
+    def mshr_full_events(self) -> int:
+        return sum([l1.mshrs.stalls for l1 in self.l1s])
+
+    @property
+    def port_bytes(self) -> int:
+        return sum([port.bytes for port in self.ports])
+
+    @property
+    def l2_sectors(self) -> int:
+        return sum([s.sectors for s in self.slices])
+
+    @property
+    def l2_hits(self) -> int:
+        return sum([s.hits for s in self.slices])
+
+    @property
+    def l2_merged(self) -> int:
+        return sum([s.merged for s in self.slices])
+
+    @property
+    def l2_recent_hits(self) -> int:
+        return sum([s.recent_hits for s in self.slices])
+
+    @property
+    def dram_read(self) -> int:
+        return sum([c.read_bytes for c in self.channels])
+
+    @property
+    def dram_write(self) -> int:
+        return sum([c.write_bytes for c in self.channels])
+
+    @property
+    def dram_busy_until(self) -> float:
+        """The cycle the last DRAM channel is free (write-backs queued near the end can finish after the last warp)."""
+        return max([c.free for c in self.channels])
+
+    def dram_backlog_bytes(self, now: int) -> float:
+        """The bytes the DRAM channels still have queued at `now`, at the read rate."""
+        return sum([c.free - now for c in self.channels if c.free > now]) * self.channels[0].read_rate
 
     # --- the interface -------------------------------------------------------------------------------------
     def access(self, sm: int, inst: WarpInst, now: int) -> tuple[int, int]:
@@ -168,33 +210,12 @@ class MemoryHierarchy:
             return self._load(sm, first, by_line, sectors, now, ".BYPASS" not in info.opcode, writes)
         return self._load(sm, first, by_line, sectors, now)
 
-    def _data_stage(self, sm: int, wavefronts: int, now: int) -> int:
-        """Queue `wavefronts` passes through the SM's L1TEX data stage (one per clock); return the first one's
-        cycle. The stage is the SM's, shared by its sub-partitions: it moves at most banks x bank width bytes a
-        clock, shared-memory and global data alike."""
-        free = self.data_free[sm]
-        start = free if free > now else now
-        self.data_free[sm] = start + wavefronts
-        self.data_wavefronts += wavefronts
-        return start
-
     def shared_operands(self, sm: int, nbytes: int, now: int) -> int:
         """A warpgroup MMA's operands read from the SM's shared memory: `nbytes` through its L1TEX data stage,
         beside the warps' own accesses; the cycle the last of them has passed."""
         passes = self.banks.passes(nbytes)
         self.async_wavefronts += passes
-        return self._data_stage(sm, passes, now) + passes
-
-    def _port(self, sm: int, nbytes: int, now: int, counted: bool = True) -> int:
-        """Queue `nbytes` on the SM's port to L2; return the cycle the request leaves (the queueing it met).
-        `counted` False: more SMs' ports for one request to L2 (a multicast copy), its bytes counted once."""
-        free = self.port_free[sm]
-        start = free if free > now else float(now)  # (one type: compiled, a float stays unboxed)
-        self.port_free[sm] = start + nbytes / self.port_rate
-        if counted:
-            self.port_bytes += nbytes
-        leave = int(start)
-        return leave + 1 if leave < start else leave
+        return self.l1s[sm].data_stage(passes, now) + passes
 
     # --- global / local ------------------------------------------------------------------------------------
     def _load(self, sm: int, first: int, by_line: tuple[tuple[int, int], ...], sectors: int, now: int,
@@ -206,52 +227,31 @@ class MemoryHierarchy:
         if not sectors:
             return now + self.l1_hit_latency, 0
         self.ld_sectors += sectors
-        l1, table, count = self.l1[sm], self.mshrs[sm], self.sector_count
-        mshr = table.entries
+        l1, count = self.l1s[sm], self.sector_count
         lines = len(by_line)
         passes = wavefronts if wavefronts else lines  # a load: one wavefront per line
-        start = self._data_stage(sm, passes, now)
+        start = l1.data_stage(passes, now)
         busy = start + passes - now
-        ready, level = start + passes - 1 + self.l1_hit_latency, L1
-        hits = merged = 0
-        # an MSHR entry's fields (see MshrTable.entries)
-        ready_shift, sectors_mask = table.ready_shift, table.sectors
-        missing: list[int] = []  # the lines missed, and the sectors missed in each (side by side)
-        missing_sectors: list[int] = []
-        for relative, mask in by_line:
-            line = first + relative
-            inflight = mshr.get(line)
-            if inflight is not None and inflight >> ready_shift > now:
-                pending = inflight & sectors_mask & mask
-                if pending:  # merged with the miss in flight: done when its data arrives, not before (its
-                    merged += count[pending]  # level is the miss's: the load's latency counts its own requests')
-                    back = inflight >> ready_shift
-                    if back > ready:
-                        ready = back
-                    mask &= ~pending
-                    if not mask:
-                        continue
-            present = l1.probe(line, mask) if allocate else 0
-            hits += count[present]
-            if present != mask:
-                missing.append(line)
-                missing_sectors.append(mask & ~present)
-        self.ld_sector_hits += hits
-        self.l1_merged += merged
+        # merged with a miss in flight: done when its data arrives, not before (its level is the miss's: the
+        # load's latency counts its own requests')
+        ready = l1.look_up(first, by_line, now, start + passes - 1 + self.l1_hit_latency, allocate, count)
+        level = AT_L1
+        missing, missing_sectors = l1.missing, l1.missing_sectors
         if missing:
+            table, port, cache = l1.mshrs, self.ports[sm], l1.cache
             busy += table.reserve(len(missing), now)
             for k in range(len(missing)):
                 line, mask = missing[k], missing_sectors[k]
-                leave = self._port(sm, count[mask] * self.sector, now)
+                leave = port.send(count[mask] * self.sector, now)
                 t, lvl = self._l2_access(line, mask, leave, write=False)
                 table.add(line, mask, t, lvl, now)
                 if allocate:
-                    l1.fill(line, mask)
+                    cache.fill(line, mask)
                 if t > ready:
                     ready = t
                 if lvl > level:
                     level = lvl
-        if missing or not merged:  # a load served only by misses already in flight made no trip of its own
+        if missing or not l1.merged_now:  # a load served only by misses already in flight made no trip of its own
             sums, counts = self.latency_sum, self.latency_count  # (item +=: boxed and generic, compiled)
             sums[level] = sums[level] + ready - now
             counts[level] = counts[level] + 1
@@ -264,11 +264,12 @@ class MemoryHierarchy:
         if not sectors:
             return now + 1, 0
         lines = len(by_line)
-        start = self._data_stage(sm, lines, now)
+        start = self.l1s[sm].data_stage(lines, now)
         done = start + lines
         count = self.sector_count
+        port = self.ports[sm]
         for relative, mask in by_line:
-            leave = self._port(sm, count[mask] * self.sector, start)
+            leave = port.send(count[mask] * self.sector, start)
             t, _lvl = self._l2_access(first + relative, mask, leave, write=True)
             if t > done:
                 done = t
@@ -285,14 +286,15 @@ class MemoryHierarchy:
             self.atom_sectors += count[mask]
         if not lines:
             return now + self.l1_hit_latency, 0
-        start = self._data_stage(sm, lines, now)
+        start = self.l1s[sm].data_stage(lines, now)
         done = now + self.l2_hit_latency
+        port = self.ports[sm]
         addrs = inst.addrs[active_lanes(inst.mask, len(inst.addrs))]
         self.atomic_updates += int(addrs.size)
         hottest = hottest_address_per_line(addrs, self.line_bytes)
         for relative, mask in by_line:
             line = first + relative
-            leave = self._port(sm, count[mask] * self.sector, start)
+            leave = port.send(count[mask] * self.sector, start)
             updates = hottest.get(line, 1)
             t, _lvl = self._l2_access(line, mask, leave, write=True, atomic=updates)
             if t > done:
@@ -317,7 +319,7 @@ class MemoryHierarchy:
         passes = self.banks.passes(rows * row_bytes)
         for target in ports:
             self.async_wavefronts += passes
-            written = self._data_stage(target, passes, now) + passes
+            written = self.l1s[target].data_stage(passes, now) + passes
             if written > done:
                 done = written
         for row in range(rows):
@@ -327,9 +329,9 @@ class MemoryHierarchy:
             for s in range(first, last + 2):  # one past the last: flushes the final line
                 if s > last or s // per_line != line:
                     nbytes = count[mask] * sector
-                    leave = self._port(ports[0], nbytes, now)
+                    leave = self.ports[ports[0]].send(nbytes, now)
                     for other in ports[1:]:
-                        also = self._port(other, nbytes, now, False)
+                        also = self.ports[other].send(nbytes, now, False)
                         if also > leave:
                             leave = also
                     t, _level = self._l2_access(line, mask, leave, write=False)
@@ -345,7 +347,7 @@ class MemoryHierarchy:
     def use_shadow_l2(self, size_bytes: int) -> None:
         """Keep beside the L2 a shadow of it of `size_bytes` (gpusim.memory.shadow_l2): it sees every L2 access and
         counts the DRAM traffic an L2 of that size would make, with no effect on timing."""
-        self.shadow = ShadowL2(self.l2_spec, len(self.l2), self.l2[0].sets, size_bytes, self.sector,
+        self.shadow = ShadowL2(self.l2_spec, len(self.slices), self.slices[0].cache.sets, size_bytes, self.sector,
                                self.sector_count, max(0, self.dram_latency - self.l2_hit_latency))
 
     def count_recent_fills(self, spread: int) -> None:
@@ -367,99 +369,35 @@ class MemoryHierarchy:
         older than anything the kernel brings: the L2 a long streaming kernel has reached after its first waves,
         where every line it allocates evicts an old one and a dirty one is written back (gpusim.sampling.warm).
         Counted nowhere until evicted: then as the write-backs they are."""
-        warm_fill(self.l2, dirty_fraction)
+        warm_fill(self.l2_caches(), dirty_fraction)
 
     def _l2_access(self, line: int, mask: int, now: int, write: bool, atomic: int = 0) -> tuple[int, int]:
         """Serve the masked sectors of one line at its L2 slice; return (cycle the data is back, level).
         `atomic`: the updates to the line's hottest address (they serialize at the slice), 0 for no atomic."""
         h = line_hash(line)
-        index = h % len(self.l2)
-        cache = self.l2[index]
-        count = self.sector_count[mask]
-        free = self.slice_free[index]
-        service: float = count * self.sector / self.slice_rate
-        serialized = float(atomic * self.atomic_cycles)
-        if serialized > service:
-            service = serialized
-        done = (free if free > now else float(now)) + service
-        self.slice_free[index] = done
-        self.l2_sectors += count
-        pending = self.l2_pending[index]
-        entry = pending.get(line)
-        shift = self.pending_shift
-        inflight = entry & self.pending_sectors & mask if entry is not None and entry >> shift > now else 0
-        present = cache.probe(line, mask & ~inflight)
-        self.l2_hits += self.sector_count[present]
-        if present and self.recent_window and entry is not None and (entry >> shift) + self.recent_window > now:
-            self.l2_recent_hits += self.sector_count[present & entry & self.pending_sectors]
-        queueing = done - now
-        level, latency = L2, self.l2_hit_latency
-        missing = mask & ~present & ~inflight
-        back = 0  # merged with sectors in flight from DRAM: not before they arrive
-        if inflight:
-            self.l2_merged += self.sector_count[inflight]
-            level, back = L2_IN_FLIGHT, entry >> shift if entry is not None else 0
-        if write and not atomic:  # write-back L2; a full-sector write needs no read from DRAM
-            level, back = L2, 0
-        elif missing:
-            level, latency = DRAM, self.dram_latency
-            channel = h % len(self.channel_free)
-            read = self.sector_count[missing] * self.sector
-            free = self.channel_free[channel]
-            begin = free if free > done else done
-            finish = begin + read / self.channel_read_rate
-            self.channel_free[channel] = finish
-            self.dram_read += read
-            queueing = finish - now
-        evicted = update_tags(cache, line, mask, missing, write, atomic)
-        if evicted:
-            self._writeback(cache.evicted_line, evicted, now)
-        wait = int(queueing)  # queueing >= 0: rounded up to whole cycles
-        if wait < queueing:
-            wait += 1
-        t = now + latency + wait
-        if back > t:
-            t = back
+        index = h % len(self.slices)
+        l2 = self.slices[index]
+        t, level = l2.access(line, h, mask, now, write, atomic, self.recent_window)
+        missing = l2.missing
         shadow = self.shadow
+        horizon = self.horizon
+        floor = now if horizon < 0 or horizon > now else int(horizon)
         if shadow is not None:
-            horizon = self.horizon
-            shadow.access(index, line, mask, inflight, write, atomic, now, t, missing,
-                          now if horizon < 0 or horizon > now else int(horizon))
+            shadow.access(index, line, mask, l2.inflight, write, atomic, now, t, missing, floor)
         if missing and not (write and not atomic):
-            self._pend(index, line, missing, t, now)
+            # (kept the recent window longer where recent fills are counted)
+            l2.pend(line, missing, t, now, floor - self.recent_window)
             if self.recent_window and t - now + self.recent_spread > self.recent_window:
                 self._recent_window(t - now + self.recent_spread)
         return t, level
 
-    def _pend(self, index: int, line: int, mask: int, back: int, now: int) -> None:
-        """Note sectors in flight from DRAM to slice `index` until `back`; drop expired entries now and then."""
-        pending = self.l2_pending[index]
-        key: Any = line  # compiled: boxed once for the dict operations below
-        entry = pending.get(key)
-        shift = self.pending_shift
-        if entry is not None and entry >> shift > now:
-            pending[key] = max(back, entry >> shift) << shift | entry & self.pending_sectors | mask
-        else:
-            pending[key] = back << shift | mask
-        if len(pending) > self.l2_pending_limit[index]:
-            # an entry goes once no later request can come before its data is back: forgotten earlier, a request
-            # made before that (another SM's, not yet stepped) would find the line's tags and take it as a hit
-            horizon = self.horizon
-            floor = now if horizon < 0 or horizon > now else int(horizon)
-            # (kept the recent window longer where recent fills are counted)
-            self.l2_pending_limit[index] = forget_returned(pending, floor - self.recent_window, shift)
-
-    def _writeback(self, line: int, dirty_mask: int, now: int) -> None:
-        """An evicted line's dirty sectors go to DRAM: they take their channel's time from `now` on."""
-        channel = line_hash(line) % len(self.channel_free)
-        nbytes = self.sector_count[dirty_mask] * self.sector
-        free = self.channel_free[channel]
-        self.channel_free[channel] = (free if free > now else float(now)) + nbytes / self.channel_write_rate
-        self.dram_write += nbytes
+    def l2_caches(self) -> list[SectoredCache]:
+        """The L2 slices' tags."""
+        return [l2.cache for l2 in self.slices]
 
     def dirty_bytes(self, caches: list[SectoredCache] | None = None) -> int:
         """Bytes of dirty sectors not yet written to DRAM: in the L2, or in `caches` when given."""
-        return dirty_bytes_in(self.l2 if caches is None else caches, self.sector_count, self.sector)
+        return dirty_bytes_in(self.l2_caches() if caches is None else caches, self.sector_count, self.sector)
 
     # --- shared memory -------------------------------------------------------------------------------------
     def _shared(self, sm: int, inst: WarpInst, now: int) -> tuple[int, int]:
@@ -474,7 +412,7 @@ class MemoryHierarchy:
             self.smem_conflicts_st += waves - ideal
         else:
             self.smem_conflicts_ld += waves - ideal
-        start = self._data_stage(sm, waves, now)
+        start = self.l1s[sm].data_stage(waves, now)
         return start + self.shared_latency + waves - 1, start + waves - now
 
     def dsmem(self, sm: int, target: int, inst: WarpInst, now: int) -> tuple[int, int]:
@@ -495,7 +433,7 @@ class MemoryHierarchy:
         if not sectors:
             return now + network.latency, 1
         waves, _ideal = self.banks.wavefronts(inst)
-        stage = self._data_stage(target, waves, now) + waves
+        stage = self.l1s[target].data_stage(waves, now) + waves
         send, receive = (target, sm) if op == 0 else (sm, target)  # a load's data comes back; the others' goes
         crossed = network.cross(send, receive, sectors * self.sector, now)
         ready = (crossed if crossed > stage else stage) + network.latency

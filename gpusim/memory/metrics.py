@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def hierarchy_metrics(m: MemoryHierarchy, cycles: int) -> dict:
     """The metrics of a kernel that ran `cycles` cycles on the hierarchy `m`."""
     # write-backs queued near the end can finish after the last warp: measure bandwidth over DRAM's busy window
-    window = max([cycles] + m.channel_free)
+    window = max(float(cycles), m.dram_busy_until)
     seconds = window / m.clock_hz if window else 0.0
     conflicts = m.smem_conflicts_ld + m.smem_conflicts_st + m.smem_conflicts_atom
     dram = m.dram_read + m.dram_write
@@ -41,7 +41,7 @@ def hierarchy_metrics(m: MemoryHierarchy, cycles: int) -> dict:
         "gpusim__atomic_sectors": m.atom_sectors,
         "l1tex__data_pipe_lsu_wavefronts.sum": m.data_wavefronts,
         "l1tex__data_pipe_lsu_wavefronts.avg.per_cycle_elapsed": (
-            m.data_wavefronts / (cycles * len(m.data_free)) if cycles else 0.0),
+            m.data_wavefronts / (cycles * len(m.l1s)) if cycles else 0.0),
         "gpusim__l1_to_l2_bytes": m.port_bytes,
         "lts__t_sectors.sum": m.l2_sectors,
         "lts__t_sector_hit_rate.pct": pct(m.l2_hits, m.l2_sectors),
@@ -50,7 +50,7 @@ def hierarchy_metrics(m: MemoryHierarchy, cycles: int) -> dict:
         "dram__bytes.sum": dram,
         "dram__bytes.sum.per_second": dram / seconds if seconds else 0.0,
         "gpusim__l2_dirty_bytes_at_end": m.dirty_bytes(),
-        "gpusim__l2_capacity_bytes": sum(cache.capacity_bytes for cache in m.l2),
+        "gpusim__l2_capacity_bytes": sum(cache.capacity_bytes for cache in m.l2_caches()),
         **({} if m.shadow is None else m.shadow.metrics()),
         "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": m.smem_wavefronts,
         "gpusim__l1tex_data_wavefronts_async": m.async_wavefronts,
@@ -60,7 +60,7 @@ def hierarchy_metrics(m: MemoryHierarchy, cycles: int) -> dict:
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum": m.smem_conflicts_atom,
         "gpgpu_n_shmem_bkconflict": conflicts,
         "gpusim__l1_capacity_bytes": m.l1_bytes,
-        "gpusim__mshr_full_events": sum(table.stalls for table in m.mshrs),
+        "gpusim__mshr_full_events": m.mshr_full_events,
         "gpusim__memory_insts_without_addresses": m.no_address,
         "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum": m.ldgsts_requests,
         "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum": m.ldgsts_sectors,

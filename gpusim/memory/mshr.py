@@ -8,6 +8,7 @@ full holds the load/store pipe (lg_throttle) until enough entries are free.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 from .levels import LEVEL_BITS, LEVEL_MASK
@@ -60,14 +61,8 @@ class MshrTable:
             entries[key] = back << ready_shift | deepest << level_shift | inflight & self.sectors | mask
         else:
             entries[key] = ready << ready_shift | level << level_shift | mask
-        # into completion order (as bisect.insort would put it): misses mostly complete after the ones before
-        # them, so the place is found from the end
-        order_ready, order_line = self.order_ready, self.order_line
-        at = len(order_ready)
-        while at:
-            before_t = order_ready[at - 1]
-            if before_t < ready or (before_t == ready and order_line[at - 1] <= line):
-                break
-            at -= 1
-        order_ready.insert(at, ready)
-        order_line.insert(at, line)
+        # into completion order: after the entries whose data is back no later (their order among equal cycles is
+        # immaterial: they expire together, and a full table's wait reads the cycles alone)
+        at = bisect_right(self.order_ready, ready)
+        self.order_ready.insert(at, ready)
+        self.order_line.insert(at, line)

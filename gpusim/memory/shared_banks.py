@@ -14,13 +14,17 @@ class SharedMemoryBanks:
         self.banks = banks
         self.bank_width = bank_width
         self.memo: dict[tuple[int, int, int, bytes], tuple[int, int]] = {}
+        # the bytes one row of the banks holds: moving every lane by a multiple of it moves no word to another bank
+        # and keeps distinct words distinct, so an access's conflicts depend on its first lane's address modulo it
+        self.row_bytes: int = banks * bank_width
 
     def wavefronts(self, inst: WarpInst) -> tuple[int, int]:
         """(wavefronts a shared-memory access takes through the banks, the fewest its width and lanes allow)."""
         info, mask = inst.info, inst.mask
         atomic = info.is_atomic
         base, offsets = inst.address_key()
-        key = (info.width + (1 << 16 if atomic else 0), mask, base, offsets)  # per-block offsets: patterns repeat
+        # lane offsets are per-block patterns, shared objects: they repeat, and so do the first lane's rows
+        key = (info.width + (1 << 16 if atomic else 0), mask, base % self.row_bytes, offsets)
         wf = self.memo.get(key)
         if wf is None:
             if len(self.memo) > MEMO_LIMIT:

@@ -224,7 +224,7 @@ class TimelineRecorder(Observer):
         """The memory counters as the run reaches `now` (the first issue in its bucket)."""
         m = self.memory
         k = now >> self._shift
-        backlog = sum(f - now for f in m.channel_free if f > now) * m.channel_read_rate
+        backlog = m.dram_backlog_bytes(now)
         self.samples[k] = (now, m.ld_sector_hits, m.ld_sectors, m.l2_hits, m.l2_sectors, m.dram_read + m.dram_write,
                            backlog)
         self._next_sample = (k + 1) << self._shift
@@ -324,7 +324,7 @@ class TimelineRecorder(Observer):
         rows = [self.samples[k] for k in sorted(self.samples)]
         if not rows or rows[0][0] > 0:
             rows.insert(0, (0, 0, 0, 0, 0, 0, 0.0))
-        last = max([end] + [int(np.ceil(f)) for f in m.channel_free])
+        last = max(end, int(np.ceil(m.dram_busy_until)))
         rows = [row for row in rows if row[0] < last]
         rows.append((last, m.ld_sector_hits, m.ld_sectors, m.l2_hits, m.l2_sectors, m.dram_read + m.dram_write, 0.0))
         table = np.array(rows, dtype=float)

@@ -101,12 +101,13 @@ def test_an_l2_line_in_flight_is_kept_while_an_earlier_request_can_still_come():
     spec = gpusim.load_arch("h100")
     memory = MemoryHierarchy(spec, 4, 256 * 1024)
     memory.horizon = 1000.0
-    slices = len(memory.l2)
+    slices = len(memory.slices)
     line = 4096
     other = next(n for n in range(line + 1, line + 100_000) if line_hash(n) % slices == line_hash(line) % slices)
     back, level = memory._l2_access(line, 0b1111, 1000, False)
     assert level == DRAM
-    memory.l2_pending_limit[:] = [0] * slices  # tidy at the next miss
+    for l2 in memory.slices:
+        l2.pending_limit = 0  # tidy at the next miss
     memory._l2_access(other, 0b1111, back + 10, False)
     ready, level = memory._l2_access(line, 0b1111, 1100, False)
     assert level == L2_IN_FLIGHT and ready >= back  # (merged with the read in flight)
