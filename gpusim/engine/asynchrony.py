@@ -219,9 +219,9 @@ def issue(sp: Any, warp: Any, inst: Any, timing: Any, now: int, done: int) -> in
     if kind == MBARRIER_ARRIVE:
         block, at = warp.block, now
         if operands.peer >= 0:  # mbarrier.arrive.shared::cluster: the mbarrier of a block of the cluster
-            state = clusters.attach(sp.sm.gpu)
-            block, _sm, own = state.peer(warp, operands.peer, f"{inst.info.opcode} with peer {operands.peer}")
-            at = now if own else now + state.latency
+            cluster_state = clusters.attach(sp.sm.gpu)
+            block, _sm, own = cluster_state.peer(warp, operands.peer, f"{inst.info.opcode} with peer {operands.peer}")
+            at = now if own else now + cluster_state.latency
         barrier, barriers = _barrier(warp, operands.barrier, "SYNCS.ARRIVE", block)
         lanes = inst.mask.bit_count()
         barrier.arrived += lanes
@@ -304,13 +304,23 @@ def _wait_phase(sp: Any, warp: Any, name: str) -> int:
 def warpgroup_operand_bytes(inst: Any) -> int:
     """The shared-memory bytes one warp's quarter of a warpgroup MMA reads: B (N x K) always, A (M x K) unless it
     comes from registers (the instruction names source registers: wgmma's RS form), at the input precision."""
-    info = inst.info
-    shape = next((m for m in info.opcode.split(".")[1:] if "X" in m and m.replace("X", "").isdigit()), None)
+    key = (inst.info.opcode, bool(inst.src))
+    found = _OPERAND_BYTES.get(key)
+    if found is None:
+        found = _OPERAND_BYTES[key] = _operand_bytes(*key)
+    return found
+
+
+_OPERAND_BYTES: dict[tuple[str, bool], int] = {}  # by (opcode, A from registers): worked out once each
+
+
+def _operand_bytes(opcode: str, a_in_registers: bool) -> int:
+    shape = next((m for m in opcode.split(".")[1:] if "X" in m and m.replace("X", "").isdigit()), None)
     if shape is None:
         return 0
     m, n, k = (int(x) for x in shape.split("X"))
-    width = {"fp8": 1, "int8": 1, "tf32": 4}.get(mma_precision(info.opcode) or "fp16", 2)
-    elements = n * k + (0 if inst.src else m * k)
+    width = {"fp8": 1, "int8": 1, "tf32": 4}.get(mma_precision(opcode) or "fp16", 2)
+    elements = n * k + (0 if a_in_registers else m * k)
     return elements * width // WARPS_PER_WARPGROUP
 
 

@@ -322,25 +322,24 @@ class MemoryHierarchy:
             written = self.l1s[target].data_stage(passes, now) + passes
             if written > done:
                 done = written
+        first_port, others = self.ports[ports[0]], len(ports)
         for row in range(rows):
             start = base + row * pitch
             first, last = start // sector, (start + row_bytes - 1) // sector
-            line, mask = first // per_line, 0
-            for s in range(first, last + 2):  # one past the last: flushes the final line
-                if s > last or s // per_line != line:
-                    nbytes = count[mask] * sector
-                    leave = self.ports[ports[0]].send(nbytes, now)
-                    for other in ports[1:]:
-                        also = self.ports[other].send(nbytes, now, False)
-                        if also > leave:
-                            leave = also
-                    t, _level = self._l2_access(line, mask, leave, write=False)
-                    if t > done:
-                        done = t
-                    if s > last:
-                        break
-                    line, mask = s // per_line, 0
-                mask |= 1 << (s - line * per_line)
+            for line in range(first // per_line, last // per_line + 1):  # each line the row touches, its sectors
+                lo = line * per_line
+                low = first if first > lo else lo
+                high = last if last < lo + per_line - 1 else lo + per_line - 1
+                mask = ((1 << (high - low + 1)) - 1) << (low - lo)
+                nbytes = count[mask] * sector
+                leave = first_port.send(nbytes, now)
+                for k in range(1, others):
+                    also = self.ports[ports[k]].send(nbytes, now, False)
+                    if also > leave:
+                        leave = also
+                t, _level = self._l2_access(line, mask, leave, write=False)
+                if t > done:
+                    done = t
         return done
 
     # --- L2 and DRAM ---------------------------------------------------------------------------------------

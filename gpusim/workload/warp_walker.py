@@ -45,6 +45,20 @@ def resolve_registers(names: tuple[str, ...], templates: dict, env: dict) -> tup
     return tuple(out)
 
 
+_RANDOM = ("<random>",)  # _operand_names' answer for operands that draw random numbers (never cached)
+
+
+def _operand_names(node: Instr) -> tuple[str, ...]:
+    """The names an instruction's asynchronous operands and its mbarrier name's placeholders read (sorted), or
+    _RANDOM."""
+    spec = node.operands
+    exprs = [e for e in spec.by_key().values() if e is not None]
+    exprs += [node.templates[text] for text in register_placeholders(spec.barrier)]
+    if any(e.uses_rand for e in exprs):
+        return _RANDOM
+    return tuple(sorted(set().union(*(e.names for e in exprs))))
+
+
 class _LazyRegisters:
     """Register names resolved on demand (for templated instructions with very large repeats)."""
 
@@ -207,7 +221,30 @@ class WarpWalker:
 
     def operands(self, node: Instr):
         """An asynchronous instruction's operands in this warp's environment (with `rep` set): whole numbers the
-        same for every lane, and the mbarrier's name with its placeholders resolved."""
+        same for every lane, and the mbarrier's name with its placeholders resolved. Worked out once per node and
+        values of the names they read (a producer's ring stage, a consumer's phase), where those are plain
+        numbers and nothing is drawn at random."""
+        cache = self.kernel.register_cache
+        names = cache.get(("operand names", id(node)))
+        if names is None:
+            names = _operand_names(node)
+            cache[("operand names", id(node))] = names
+        key = None
+        if names != _RANDOM:
+            values = tuple(self.env.get(name) for name in names)
+            if all(type(v) is int for v in values):
+                key = ("operands", id(node), values)
+                hit = cache.get(key)
+                if hit is not None:
+                    return hit
+        found = self._operands(node)
+        if key is not None:
+            if len(cache) > REGISTER_CACHE_LIMIT:
+                cache.clear()
+            cache[key] = found
+        return found
+
+    def _operands(self, node: Instr):
         spec, env = node.operands, self.env
 
         def uniform(e: Expr):
