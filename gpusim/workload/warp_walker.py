@@ -18,7 +18,7 @@ from ..isa.opcodes import BULK, OpInfo
 from .address_checks import bad_address, whole_addresses, why_outside, within_ranges
 from .control_masks import loop_masks, mask_to_bool, to_mask, uniform_int
 from .expr import Expr
-from .kernel import FULL_MASK, WARP_SIZE, Kernel
+from .kernel import FULL_MASK, LANES, WARP_SIZE, Kernel
 from .program import (BRA_INFO, BSSY_INFO, BSYNC_INFO, EXIT_INFO, If, Instr, Loop, Reconverge, operand_values,
                       register_placeholders)
 from .yamlio import WorkloadError
@@ -202,7 +202,7 @@ class WarpWalker:
                 m = mask
             else:
                 env["rep"] = k
-                m = mask & to_mask(pred(env))
+                m = mask & self.predicate(pred)
             if regs is not None:
                 dst, src = regs[k]
             if spec is not None and spec.fixed is None:
@@ -218,6 +218,27 @@ class WarpWalker:
             out.append(WarpInst(info, warp, block, pc + 16 * k, m, dst, src, lane_addrs, None, operands))
         env["rep"] = 0
         return out
+
+    def predicate(self, pred: Expr) -> int:
+        """A predicate's lanes as a mask in this warp's environment: worked out once per predicate and values of
+        the names it reads besides `lane` (the same lanes in every warp), where those are plain numbers and
+        nothing is drawn at random ("lane == 0" under a loop index, say)."""
+        env = self.env
+        key = None
+        if not pred.uses_rand and env.get("lane") is LANES:
+            values = tuple(env.get(name) for name in sorted(pred.names - {"lane"}))
+            if all(type(v) is int for v in values):
+                key = ("predicate", id(pred), values)
+                hit = self.kernel.register_cache.get(key)
+                if hit is not None:
+                    return hit
+        found = to_mask(pred(env))
+        if key is not None:
+            cache = self.kernel.register_cache
+            if len(cache) > REGISTER_CACHE_LIMIT:
+                cache.clear()
+            cache[key] = found
+        return found
 
     def operands(self, node: Instr):
         """An asynchronous instruction's operands in this warp's environment (with `rep` set): whole numbers the
