@@ -294,3 +294,25 @@ def test_a_warps_queue_is_first_in_first_out_and_stays_at_most_twice_what_waits(
     while len(queue):
         out.append(queue.pop().pc)
     assert out == list(range(sent)) and queue.pop() is None and queue.items == []
+
+
+@pytest.mark.fast
+def test_predicates_and_async_operands_follow_the_values_they_read_in_every_warp(tmp_path):
+    """A warp walker works out a predicate's lanes and an asynchronous instruction's operands once per node and
+    values of the names they read: each warp, each trip, still gets its own (a lane chosen by the loop index and
+    the warp; an mbarrier and a byte count by the trip), the same as a walk that works everything out afresh."""
+    k = _kernel(tmp_path, '  - {op: SYNCS.EXCH.64, barrier: "full{rep}", arrivals: 1, repeat: 2, pred: "lane == 0"}\n'
+                          '  - loop: 6\n    var: i\n    body:\n'
+                          '      - {op: FADD, dst: v, pred: "lane == (i + warp) % 32"}\n'
+                          '      - {op: FMUL, dst: v, pred: "tid % 3 == i % 3"}\n'
+                          '      - {op: SYNCS.ARRIVE.TRANS64.A1T0, barrier: "full{i % 2}", bytes: "(i + 1) * 16",'
+                          ' pred: "lane == 0"}\n',
+                block=64, extra="buffers: {bars: {space: shared, bytes: 16}}\n")
+    for warp in (0, 1):
+        insts = list(warp_stream(k, 0, warp))
+        fadd = [i.mask for i in insts if i.op == "FADD"]
+        fmul = [i.mask for i in insts if i.op == "FMUL"]
+        arrive = [(i.operands.barrier, i.operands.bytes) for i in insts if i.op.startswith("SYNCS.ARRIVE")]
+        assert fadd == [1 << ((i + warp) % 32) for i in range(6)]
+        assert fmul == [sum(1 << lane for lane in range(32) if (warp * 32 + lane) % 3 == i % 3) for i in range(6)]
+        assert arrive == [(f"full{i % 2}", (i + 1) * 16) for i in range(6)]
