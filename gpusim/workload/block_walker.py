@@ -12,7 +12,6 @@ import numpy as np
 
 from ..isa.inst import InstQueue, WarpInst, deal
 from ..isa.opcodes import BULK, OpInfo
-from .control_masks import to_mask
 from .expr import ExprError
 from .kernel import FULL_MASK, PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
 from .program import Instr
@@ -22,6 +21,7 @@ from .yamlio import WorkloadError
 ADDRESS_CACHE_LIMIT = 1024  # block-invariant address chunks kept per kernel
 OFFSETS_POOL_LIMIT = 4096  # distinct lane-offset patterns kept per kernel's streams
 _SAME_IN_EVERY_BLOCK = WARP_IN_BLOCK | {"lane", "rep"}  # a block walker's arrays for these never change
+_PER_BLOCK = ("<per block>",)  # block_addresses' mark for an address that reads a per-block name (never cached)
 
 
 class BlockWalker(WarpWalker):
@@ -57,7 +57,7 @@ class BlockWalker(WarpWalker):
             m = mask
             if node.pred is not None:
                 env["rep"] = k
-                m = mask & to_mask(node.pred(env))
+                m = mask & self.predicate(node.pred)
             dst, src = regs[k] if regs is not None else (node.dst, node.src)
             if spec is not None and spec.fixed is None:
                 env["rep"] = k
@@ -80,8 +80,14 @@ class BlockWalker(WarpWalker):
         same loop indices: it is computed once per kernel and looked up after that."""
         env, expr = self.env, node.addr
         key = None
-        if not expr.uses_rand and not expr.names & PER_BLOCK:
-            values = tuple(env.get(name) for name in sorted(expr.names - _SAME_IN_EVERY_BLOCK))
+        known = self.kernel.register_cache
+        names = known.get(("address names", id(node)))
+        if names is None:  # the names it reads that change within a block, in a fixed order
+            names = _PER_BLOCK if expr.uses_rand or expr.names & PER_BLOCK else tuple(
+                sorted(expr.names - _SAME_IN_EVERY_BLOCK))
+            known[("address names", id(node))] = names
+        if names is not _PER_BLOCK:
+            values = tuple(env.get(name) for name in names)
             if all(type(v) in (int, float) for v in values):
                 key = (id(node), first, count, values)
                 hit = self.kernel.address_cache.get(key)

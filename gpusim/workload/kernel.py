@@ -102,7 +102,8 @@ class Kernel:
     warnings: tuple[str, ...] = ()  # one line each, found while loading (a launch dimension that floors)
     # memory space -> (sorted bases, ends, names): where an access may fall (see address_ranges())
     address_ranges: dict = attrs.field(factory=dict, eq=False, repr=False)
-    register_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # streams' resolved register names
+    # streams' worked-out register names, predicate masks, asynchronous operands and address names, by node
+    register_cache: dict = attrs.field(factory=dict, eq=False, repr=False)
     address_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # block walkers' block-invariant addresses
     # where the file reads its parameters: "launch.grid", "launch.block", ..., "buffer 'x'" -> parameter names
     param_uses: dict = attrs.field(factory=dict, eq=False, repr=False)
