@@ -51,11 +51,11 @@ from ..errors import GpusimError
 from ..isa.opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, MBARRIER_ARRIVE, MBARRIER_INIT,
                                 MBARRIER_WAIT, MMA, TMEM_ALLOC, TMEM_COPY, TMEM_FREE, TMEM_LOAD, TMEM_STORE,
                                 TMEM_STORE_WAIT, UMMA, UMMA_COMMIT, WAIT_COPIES, WAIT_MMA, WARPS_PER_WARPGROUP)
+from ..stats.counters import LONG_SCOREBOARD, MATH_PIPE_THROTTLE, SHORT_SCOREBOARD, WAIT
 from . import clusters, tensor_memory
 from .timing import BOARDS
 from .warp import scoreboard_entry
 
-LONG, WAIT = "long_scoreboard", "wait"
 PARKED = -1  # `issue`'s answer for a warp that waits on an mbarrier phase not yet complete
 
 
@@ -110,7 +110,7 @@ class MBarrier:
         for warp in self.waiters.pop(phase, ()):
             block.parked -= 1
             warp.async_state.parked_on = None
-            clusters.wake(warp, max(done, now + 1), LONG)  # (a peer block's warps live on another SM)
+            clusters.wake(warp, max(done, now + 1), LONG_SCOREBOARD)  # (a peer block's warps live on another SM)
 
     def describe(self) -> str:
         return (f"mbarrier '{self.name}': phase {self.phase} has {self.arrived} of {self.expected} arrivals and "
@@ -190,7 +190,7 @@ def issue(sp: Any, warp: Any, inst: Any, timing: Any, now: int, done: int) -> in
         state.copy_open = -1
         return 0
     if kind == WAIT_COPIES:
-        sp.hold_reason = LONG
+        sp.hold_reason = LONG_SCOREBOARD
         return _wait_groups(_state(warp).copy_groups, operands.pending)
     if kind == MMA:
         if not sp.warpgroups_checked:
@@ -272,11 +272,11 @@ def _tcgen05(sp: Any, warp: Any, inst: Any, kind: str, now: int) -> int:
         if sp.observer is not None:
             sp.observer.accessed(sp.sm, sp, warp, inst, start, ready)
         if start > now:  # the chunk takes it only then
-            sp.hold_reason = tensor_memory.THROTTLE
+            sp.hold_reason = MATH_PIPE_THROTTLE
             return start
         return 0
     if kind == TMEM_STORE_WAIT:
-        sp.hold_reason = tensor_memory.SHORT
+        sp.hold_reason = SHORT_SCOREBOARD
         stored = _state(warp).tmem_stored
         return stored if stored > now else 0
     if kind == TMEM_ALLOC:
@@ -291,7 +291,7 @@ def _wait_phase(sp: Any, warp: Any, name: str) -> int:
     state = _state(warp)
     phase = state.waits.get(name, 0)
     state.waits[name] = phase + 1
-    sp.hold_reason = LONG
+    sp.hold_reason = LONG_SCOREBOARD
     if phase < len(barrier.completed):
         return barrier.completed[phase]
     barrier.waiters.setdefault(phase, []).append(warp)

@@ -34,10 +34,10 @@ import heapq
 from typing import Any
 
 from ..errors import GpusimError
+from ..stats.counters import BARRIER
 
 INF = 1 << 60  # as gpusim.engine.subpartition.INF
 PARKED = -1  # as gpusim.engine.asynchrony.PARKED: the warp waits for an event that will wake it
-BARRIER = "barrier"  # the stall reason of a warp at a cluster barrier
 
 
 class ClusterBarrier:
@@ -251,7 +251,7 @@ def attach_for_launch(gpu: Any) -> None:
         sm.clusters_checked = True
 
 
-def wake(warp: Any, at: int, reason: str) -> None:
+def wake(warp: Any, at: int, reason: int) -> None:
     """Wake a parked warp at `at` (or when its next instruction's operands are ready, if later), on whichever SM it
     lives: an SM the clock would step later is owed a step."""
     operands, _board = warp.operands_ready(at)

@@ -14,6 +14,7 @@ from ..analytic.occupancy import occupancy, snap_carveout
 from ..errors import GpusimError
 from ..memory import FixedLatencyMemory
 from ..memory.hierarchy import MemoryHierarchy
+from ..stats.counters import REASONS
 from ..stats.observer import complete as complete_observer
 from .dispatcher import Dispatcher, cluster_members, interleave_by_gpc
 from .scheduler import DEFAULT_POLICY
@@ -254,7 +255,7 @@ class GPU:
                     if warp.since < now:
                         tallies[warp.reason].cycles += now - warp.since
                         if self.observer is not None:
-                            self.observer.state(sp, warp, warp.reason, warp.since, now)
+                            self.observer.state(sp, warp, REASONS[warp.reason], warp.since, now)
                         warp.since = now
 
 

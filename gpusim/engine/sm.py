@@ -8,6 +8,7 @@ import heapq
 from typing import Any
 
 from ..stats import SMCounters
+from ..stats.counters import BARRIER
 from . import clusters
 from .scheduler import make_policy
 from .subpartition import INF, SubPartition
@@ -125,7 +126,7 @@ class SM:
         release = now + 1
         for warp in block.arrived:
             operands, _board = warp.operands_ready(release)
-            warp.sp.sleep(warp, max(release, operands), "barrier")
+            warp.sp.sleep(warp, max(release, operands), BARRIER)
         block.arrived = []
 
     # --- time ----------------------------------------------------------------------------------------------

@@ -10,10 +10,11 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from ..stats.counters import SMCounters
+from ..stats.counters import (BARRIER, BRANCH_RESOLVING, DISPATCH_STALL, DRAIN, LONG_SCOREBOARD, MISC, NOT_SELECTED,
+                              REASONS, SMCounters)
 from . import asynchrony, clusters
 from .scheduler import LooseRoundRobin, Policy
-from .timing import BOARD_BITS, LONG, NONE, PIPES, OpTiming, TimingTable
+from .timing import BOARD_BITS, NONE, PIPES, OpTiming, TimingTable
 from ..memory.hierarchy import MemoryHierarchy
 from ..isa.inst import WarpInst, next_inst
 from .warp import Warp, accumulating_operands_ready, operands_ready
@@ -22,12 +23,10 @@ if TYPE_CHECKING:
     from .sm import SM
 
 INF: Final = 1 << 60  # "never": an int that the compiled engine still holds unboxed (62-bit), so cycle times stay ints
-NOT_SELECTED: Final = "not_selected"
 # Register-bank conflicts: the warp waits while the operand collector reads its sources. Nsight Compute has no
 # reason of its own for it; a register-bank conflict is one of the things its `dispatch_stall` covers (an NVIDIA
 # forum thread, "Why there is a dispatch stall when issue almost every IADD3 instruction ... on 3080": IADD3s with
 # two sources in one of the two banks show dispatch stalls), and Nsight VSE filed bank conflicts under "Other".
-DISPATCH_STALL: Final = "dispatch_stall"
 FULL_MASK: Final = 0xFFFFFFFF  # every lane of a warp active: workload.kernel.FULL_MASK, as a C static here
 # compiled: a Final name is a C static, so a call needs no lookup in the module's globals
 heappush: Final = heapq.heappush
@@ -65,7 +64,7 @@ class SubPartition:
         self.register_banks: Any = timing.register_banks  # the run's register-bank placement and conflict counts
         self.known_conflicts: dict[tuple[str, ...], int] = timing.register_banks.known
         self.register_bank_conflicts = 0  # extra operand-collector cycles of the instructions issued here
-        self.hold_reason: str = NONE  # why an asynchronous wait holds its warp (asynchrony.issue sets it)
+        self.hold_reason: int = MISC  # why an asynchronous wait holds its warp, a code in REASONS (asynchrony.issue sets it)
         self.warpgroups_checked = False  # the launch was checked to suit warpgroup MMA
 
     # --- warps arriving, sleeping, waking ----------------------------------------------------------------
@@ -115,7 +114,7 @@ class SubPartition:
                 at -= 1
         ready.insert(at, warp)
 
-    def sleep(self, warp: Warp, until: int, reason: str, retire: bool = False) -> None:
+    def sleep(self, warp: Warp, until: int, reason: int, retire: bool = False) -> None:
         warp.reason = reason
         self.pushed += 1
         heappush(self.heap, (until << WAKE_SHIFT | (self.pushed << 1 & ORDER_MASK) | (1 if retire else 0), warp))
@@ -146,13 +145,13 @@ class SubPartition:
             t = key >> WAKE_SHIFT
             tallies[warp.reason].cycles += t - warp.since
             if observer is not None and t > warp.since:
-                observer.state(self, warp, warp.reason, warp.since, t)
+                observer.state(self, warp, REASONS[warp.reason], warp.since, t)
             warp.since = t
             if key & 1:  # it retires on waking
                 self.sm.retire_warp(warp, t)
                 asynchrony.check_stuck(warp)
                 continue
-            warp.reason = NOT_SELECTED if pipe_free[warp.timing.pipe_index] <= t else warp.timing.throttle
+            warp.reason = NOT_SELECTED if pipe_free[warp.timing.pipe_index] <= t else warp.timing.throttle_code
             self.make_ready(warp)
         chosen: Warp | None = None
         if ready:
@@ -179,18 +178,18 @@ class SubPartition:
                     at -= count
                 warp = candidates[at]
                 if pipe_free[warp.timing.pipe_index] > now:
-                    throttle = warp.timing.throttle
+                    throttle = warp.timing.throttle_code
                     if warp.reason != throttle:
                         tallies[warp.reason].cycles += now - warp.since
                         if observer is not None and now > warp.since:
-                            observer.state(self, warp, warp.reason, warp.since, now)
+                            observer.state(self, warp, REASONS[warp.reason], warp.since, now)
                         warp.since, warp.reason = now, throttle
                 elif chosen is None:
                     chosen = warp
                 elif warp.reason != NOT_SELECTED:
                     tallies[warp.reason].cycles += now - warp.since
                     if observer is not None and now > warp.since:
-                        observer.state(self, warp, warp.reason, warp.since, now)
+                        observer.state(self, warp, REASONS[warp.reason], warp.since, now)
                     warp.since, warp.reason = now, NOT_SELECTED
             if chosen is not None:
                 pipe = chosen.timing.pipe_index
@@ -201,8 +200,8 @@ class SubPartition:
                         if warp.reason == NOT_SELECTED and warp.timing.pipe_index == pipe:
                             tallies[NOT_SELECTED].cycles += soon - warp.since
                             if observer is not None and soon > warp.since:
-                                observer.state(self, warp, NOT_SELECTED, warp.since, soon)
-                            warp.since, warp.reason = soon, warp.timing.throttle
+                                observer.state(self, warp, REASONS[NOT_SELECTED], warp.since, soon)
+                            warp.since, warp.reason = soon, warp.timing.throttle_code
         # the next cycle this sub-partition can do anything
         nxt = heap[0][0] >> WAKE_SHIFT if heap else INF
         if ready:
@@ -236,7 +235,7 @@ class SubPartition:
         counters.tallies[warp.reason].cycles += now - warp.since
         observer = self.observer
         if observer is not None and now > warp.since:
-            observer.state(self, warp, warp.reason, warp.since, now)
+            observer.state(self, warp, REASONS[warp.reason], warp.since, now)
         counters.inst += 1
         mask = inst.mask
         lanes = 32 if mask == FULL_MASK else mask.bit_count()
@@ -324,7 +323,7 @@ class SubPartition:
         warp.timing = following_timing if following_timing is not None else self.timing(following.info)
         if timing.is_barrier:
             self.ready.remove(warp)
-            warp.reason = "barrier"
+            warp.reason = BARRIER
             self.sm.barrier_arrive(warp, now)
             asynchrony.check_stuck(warp)
             return
@@ -340,7 +339,7 @@ class SubPartition:
         if timing.is_branch:
             resolved = now + timing.latency
             if resolved >= ready_at:
-                ready_at, board = resolved, "branch_resolving"
+                ready_at, board = resolved, BRANCH_RESOLVING
         if hold > ready_at:
             ready_at, board = hold, self.hold_reason
         if following.bank_conflicts:  # -1 until counted, once per instruction object
@@ -356,10 +355,10 @@ class SubPartition:
             heappush(self.heap, (ready_at << WAKE_SHIFT | (self.pushed << 1 & ORDER_MASK), warp))
             if ready_at < self.next_at:
                 self.next_at = ready_at
-            if board == LONG:
+            if board == LONG_SCOREBOARD:
                 self.policy.stalled_long(warp)
         else:  # ready next cycle: eligible, or throttled while its pipe is busy
-            warp.reason = NOT_SELECTED if self.pipe_free[warp.timing.pipe_index] <= nxt else warp.timing.throttle
+            warp.reason = NOT_SELECTED if self.pipe_free[warp.timing.pipe_index] <= nxt else warp.timing.throttle_code
 
     def exit(self, warp: Warp, hold: int, nxt: int) -> None:
         """The warp's stream has ended: it exits once its stores are done and its loads have arrived."""
@@ -372,7 +371,7 @@ class SubPartition:
             if entry >> BOARD_BITS > done:
                 done = entry >> BOARD_BITS
         if done > nxt:
-            self.sleep(warp, done, "drain", retire=True)
+            self.sleep(warp, done, DRAIN, retire=True)
         else:
             self.sm.retire_warp(warp, nxt)
             asynchrony.check_stuck(warp)

@@ -46,9 +46,10 @@ from typing import Any
 from ..isa.tensor import umma_cycles
 from ..errors import GpusimError
 from ..isa.opcodes import tmem_columns
+from ..stats import counters as reasons
 from . import clusters
 
-MISC, SHORT, THROTTLE = "misc", "short_scoreboard", "math_pipe_throttle"
+SHORT = "short_scoreboard"  # the scoreboard tcgen05.ld results wait on (timing.BOARDS)
 PARKED = -1  # as gpusim.engine.asynchrony.PARKED: the warp waits for tensor-memory columns
 _TENSOR_PIPE = 5  # gpusim.engine.timing.PIPES.index("tensor"): the sub-partitions' warp-level MMA pipes
 
@@ -112,7 +113,7 @@ def allocate(sp: Any, warp: Any, inst: Any) -> int:
         raise GpusimError(f"block {block} asks for {columns} tensor-memory columns while it holds {held} of the "
                           f"SM's {total}: it can never get them (free them first)")
     core.waiters.append((warp, units))
-    sp.hold_reason = MISC
+    sp.hold_reason = reasons.MISC
     return PARKED
 
 
@@ -135,7 +136,7 @@ def free(sp: Any, warp: Any, inst: Any, now: int) -> int:
     waiting, core.waiters = core.waiters, []
     for waiter, wanted in waiting:
         if core.take(waiter.block.index, wanted):
-            clusters.wake(waiter, now + 1, MISC)
+            clusters.wake(waiter, now + 1, reasons.MISC)
         else:
             core.waiters.append((waiter, wanted))
     return 0

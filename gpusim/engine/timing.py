@@ -15,6 +15,7 @@ from ..isa.opcodes import (ASYNC_MMA, BARRIER, BRANCH, FP32, FP64, INT32, LDST_C
                                 LDST_SHARED, MISC, PIPELINE_CLASSES, SFU, TCGEN05_MMA, TENSOR, WARPGROUP_MMA,
                                 async_kind, commits_group, refusal, tmem_columns)
 from ..isa.opinfo import OpInfo
+from ..stats.counters import REASONS
 
 # Scoreboards (what a dependent instruction waits on) and the stall reason each produces.
 WAIT: Final = "wait"
@@ -43,7 +44,8 @@ class OpTiming:
     """How one opcode issues. A plain typed class rather than attrs: the compiled engine reads these fields
     as native struct slots on every issue."""
 
-    __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "board_code", "throttle", "is_memory",
+    __slots__ = ("pipe", "pipe_index", "interval", "latency", "board", "board_code", "throttle", "throttle_code",
+                 "is_memory",
                  "is_branch", "is_barrier", "pipeline", "pipeline_index", "drains", "fp32_flops", "tensor_flops",
                  "tensor_pipe_flops", "tensor_pipe_cycles", "async_kind", "commits", "chains", "refused")
 
@@ -56,6 +58,7 @@ class OpTiming:
         self.board = board  # WAIT / SHORT / LONG for results; NONE for instructions without a register result
         self.board_code = BOARDS.index(board) if board in BOARDS else 0  # its index in BOARDS (see BOARD_BITS)
         self.throttle = throttle  # stall reason while the pipe is busy
+        self.throttle_code = REASONS.index(throttle)  # the same as the engine keeps it (its index in REASONS)
         self.is_memory = is_memory
         self.is_branch = is_branch
         self.is_barrier = is_barrier

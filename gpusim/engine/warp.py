@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..isa.inst import WarpInst
+from ..stats import counters as reasons
 from .timing import BOARD_BITS, BOARD_MASK, LONG, SHORT, WAIT, OpTiming
 
 if TYPE_CHECKING:
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from .subpartition import SubPartition
 
 
-def accumulating_operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple[int, str]:
+def accumulating_operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple[int, int]:
     """As operands_ready, for a warpgroup MMA: its accumulators (the registers it writes, read or not) are left out,
     since the tensor core orders the writes to them itself (wgmma.mma_async chains on its accumulators without a
     wait; reading them outside the MMA waits for them as usual)."""
@@ -24,13 +25,14 @@ def accumulating_operands_ready(regs: dict[str, int], inst: WarpInst, earliest: 
         entry = regs.get(name)
         if entry is not None and entry >> BOARD_BITS > ready:
             ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
-    return ready, board_name(code)
+    return ready, board_reason(code)
 
 
-def operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple[int, str]:
-    """(cycle `inst`'s sources and destinations are all ready, no earlier than `earliest`; the scoreboard of
-    the register that decides it). Destinations count too: a write must wait for a pending write. `regs`: the
-    warp's scoreboard, register -> ready cycle << BOARD_BITS | the scoreboard's index in BOARDS."""
+def operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple[int, int]:
+    """(cycle `inst`'s sources and destinations are all ready, no earlier than `earliest`; the stall reason of
+    the scoreboard of the register that decides it, as its code in REASONS). Destinations count too: a write must
+    wait for a pending write. `regs`: the warp's scoreboard, register -> ready cycle << BOARD_BITS | the
+    scoreboard's index in BOARDS."""
     ready, code = earliest, 0
     for name in inst.src:
         entry = regs.get(name)
@@ -40,7 +42,12 @@ def operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple
         entry = regs.get(name)
         if entry is not None and entry >> BOARD_BITS > ready:
             ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
-    return ready, board_name(code)
+    return ready, board_reason(code)
+
+
+def board_reason(code: int) -> int:
+    """The stall reason (its code in REASONS) of the scoreboard BOARDS[code]."""
+    return reasons.WAIT if code == 0 else reasons.SHORT_SCOREBOARD if code == 1 else reasons.LONG_SCOREBOARD
 
 
 def board_name(code: int) -> str:
@@ -78,17 +85,17 @@ class Warp:
             bind(self.regs)
         self.inst: WarpInst | None = None  # the next instruction, fetched but not issued
         self.timing: OpTiming = NO_TIMING
-        self.reason: str = "no_instruction"
+        self.reason: int = reasons.NO_INSTRUCTION  # its state: a code in REASONS
         self.since = 0
         self.store_done = 0  # cycle its last store completes (an exiting warp drains until then)
         self.finished = False
         self.async_state: Any = None  # its copies, wgmma groups and mbarrier waits (gpusim.engine.asynchrony)
         self.block_barriers: Any = None  # on a block's first warp: the block's mbarriers (gpusim.engine.asynchrony)
 
-    def operands_ready(self, now: int) -> tuple[int, str]:
+    def operands_ready(self, now: int) -> tuple[int, int]:
         """(cycle the next instruction can issue, no earlier than `now`: its sources and destinations ready and
-        its register-bank conflicts read; the scoreboard that decides it). For a warp leaving a barrier or an
-        mbarrier wait; the conflict cycles are counted on its sub-partition."""
+        its register-bank conflicts read; the stall reason of the scoreboard that decides it, a code in REASONS).
+        For a warp leaving a barrier or an mbarrier wait; the conflict cycles are counted on its sub-partition."""
         inst = self.inst
         assert inst is not None, "a warp without a next instruction has no operands to wait for"
         if self.timing.chains:
@@ -108,4 +115,4 @@ class Warp:
         return entry >> BOARD_BITS, board_name(entry & BOARD_MASK)
 
     def __repr__(self) -> str:
-        return f"Warp(gid={self.gid}, slot={self.slot}, reason={self.reason})"
+        return f"Warp(gid={self.gid}, slot={self.slot}, reason={reasons.REASONS[self.reason]})"

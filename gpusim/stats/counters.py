@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from ..isa.opcodes import PIPELINE_CLASSES
 
 # Every resident warp, every cycle, is in exactly one of these states (Nsight Compute's stall reasons,
@@ -9,6 +11,21 @@ from ..isa.opcodes import PIPELINE_CLASSES
 REASONS = ("selected", "long_scoreboard", "short_scoreboard", "wait", "math_pipe_throttle", "mio_throttle",
            "lg_throttle", "barrier", "branch_resolving", "not_selected", "no_instruction", "drain",
            "dispatch_stall", "misc")
+# The engine keeps a warp's state as its index in REASONS (an int it compares and indexes natively):
+SELECTED: Final = 0
+LONG_SCOREBOARD: Final = 1
+SHORT_SCOREBOARD: Final = 2
+WAIT: Final = 3
+MATH_PIPE_THROTTLE: Final = 4
+MIO_THROTTLE: Final = 5
+LG_THROTTLE: Final = 6
+BARRIER: Final = 7
+BRANCH_RESOLVING: Final = 8
+NOT_SELECTED: Final = 9
+NO_INSTRUCTION: Final = 10
+DRAIN: Final = 11
+DISPATCH_STALL: Final = 12
+MISC: Final = 13
 
 
 class Tally:
@@ -28,7 +45,7 @@ class SMCounters:
                  "last_change", "sp_resident", "sp_active_cycles", "sp_last_change", "blocks_done")
 
     def __init__(self, sub_partitions: int):
-        self.tallies: dict[str, Tally] = {reason: Tally() for reason in REASONS}  # warp-cycles per stall reason
+        self.tallies: list[Tally] = [Tally() for _ in REASONS]  # warp-cycles per stall reason, by its index
         self.inst = 0
         self.thread_inst = 0
         self.fp32_flops = 0  # FP32 FLOP done (FFMA = 2 per active thread)

@@ -25,7 +25,7 @@ def kernel_metrics(gpu, cycles: int) -> dict:
     active = sum(c.active_cycles for c in counters)
     warp_cycles = sum(c.warp_cycles for c in counters)
     sp_active = sum(sum(c.sp_active_cycles) for c in counters)
-    stall = {r: sum(c.tallies[r].cycles for c in counters) for r in REASONS}
+    stall = {r: sum(c.tallies[i].cycles for c in counters) for i, r in enumerate(REASONS)}
     stall["selected"] = inst  # each issue is one warp-cycle in the selected state
     occ = gpu.occupancy
     seconds = cycles / (spec.clocks.core_mhz * 1e6)
