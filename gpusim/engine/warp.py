@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..isa.inst import WarpInst
-from ..stats import counters as reasons
+from ..stats.counters import LONG_SCOREBOARD, NO_INSTRUCTION, REASONS, SHORT_SCOREBOARD
+from ..stats.counters import WAIT as WAIT_REASON
 from .timing import BOARD_BITS, BOARD_MASK, LONG, SHORT, WAIT, OpTiming
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple
 
 def board_reason(code: int) -> int:
     """The stall reason (its code in REASONS) of the scoreboard BOARDS[code]."""
-    return reasons.WAIT if code == 0 else reasons.SHORT_SCOREBOARD if code == 1 else reasons.LONG_SCOREBOARD
+    return WAIT_REASON if code == 0 else SHORT_SCOREBOARD if code == 1 else LONG_SCOREBOARD
 
 
 def board_name(code: int) -> str:
@@ -85,7 +86,7 @@ class Warp:
             bind(self.regs)
         self.inst: WarpInst | None = None  # the next instruction, fetched but not issued
         self.timing: OpTiming = NO_TIMING
-        self.reason: int = reasons.NO_INSTRUCTION  # its state: a code in REASONS
+        self.reason: int = NO_INSTRUCTION  # its state: a code in REASONS
         self.since = 0
         self.store_done = 0  # cycle its last store completes (an exiting warp drains until then)
         self.finished = False
@@ -115,4 +116,4 @@ class Warp:
         return entry >> BOARD_BITS, board_name(entry & BOARD_MASK)
 
     def __repr__(self) -> str:
-        return f"Warp(gid={self.gid}, slot={self.slot}, reason={reasons.REASONS[self.reason]})"
+        return f"Warp(gid={self.gid}, slot={self.slot}, reason={REASONS[self.reason]})"
