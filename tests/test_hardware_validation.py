@@ -8,33 +8,21 @@ Two kinds:
   against the measurement, each within its tolerance below.
 """
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
 import gpusim
+from gpusim.calibrate.run import load_compare
 from gpusim.workload import kernel_mix, load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "validation/results/h200-2026-11-29.json"
 
 
-def _load_compare():
-    """validation/compare.py as a module (registered, so the process pool's workers find its functions)."""
-    name = "gpusim_validation_compare"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "validation/compare.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-compare = _load_compare()
+compare = load_compare()  # validation/compare.py, registered as calibrate loads it
 
 
 @pytest.fixture(scope="module")
