@@ -13,14 +13,15 @@ result converted to the row's metric:
 
 A row with `clock:` (boost, sustained or MHz, as `gpusim run --clock`) is simulated at that SM clock: `sustained`
 where the published run kept the tensor cores busy on a power-limited part whose arch file has a measured clock
-under tensor load. A row with `marginal: {param, short, long}` is simulated twice, with `param` at `short` and at
-`long`, and reports the difference (d flop / d time, d bytes / d time, d cycles / d param): the cost of the extra
-loop trips alone, as a timed loop measures it on the hardware. The table printed is `id | arch | published |
-simulated | ratio`, then the mean and the worst of |simulated / published - 1| over the rows simulated. The JSON
-record (--json, default validation/results/published.json) holds the command, the commit, the machine, the date and
-every row with the metrics of its runs. Large errors are the output, not a failure: the exit status is 0 unless a
-row's simulation failed (1; its one-line error is printed in the table) or the table itself is malformed (2).
-"""
+under tensor load. A row with `carveout:` (a percentage, as `gpusim run --carveout`) runs with the shared-memory
+carveout the published program chose (its occupancy). A row with `marginal: {param, short, long}` is simulated
+twice, with `param` at `short` and at `long`, and reports the difference (d flop / d time, d bytes / d time, d
+cycles / d param): the cost of the extra loop trips alone, as a timed loop measures it on the hardware. The table
+printed is `id | arch | published | simulated | ratio`, then the mean and the worst of |simulated / published - 1|
+over the rows simulated. The JSON record (--json, default validation/results/published.json) holds the command, the
+commit, the machine, the date and every row with the metrics of its runs. Large errors are the output, not a
+failure: the exit status is 0 unless a row's simulation failed (1; its one-line error is printed in the table) or
+the table itself is malformed (2)."""
 
 from __future__ import annotations
 
@@ -99,6 +100,7 @@ class Sim:
     params: tuple[tuple[str, object], ...]
     sms: int | None = None
     clock: str | float = "boost"  # gpusim run --clock
+    carveout: int | None = None  # gpusim run --carveout (the published program's occupancy)
 
 
 @dataclass(frozen=True)
@@ -116,13 +118,15 @@ class Row:
     sms: int | None
     defaults: dict  # the workload's own parameter values (for the formula)
     clock: str | float = "boost"  # the SM clock simulated (--clock): the one the published run held, where known
+    carveout: int | None = None  # the shared-memory carveout (--carveout) the published program set, where it did
 
     def sims(self) -> list[Sim]:
         if self.marginal is None:
-            return [Sim(self.workload, self.arch, tuple(sorted(self.params.items())), self.sms, self.clock)]
+            return [Sim(self.workload, self.arch, tuple(sorted(self.params.items())), self.sms, self.clock,
+                        self.carveout)]
         name, short, long = self.marginal
-        return [Sim(self.workload, self.arch, tuple(sorted({**self.params, name: v}.items())), self.sms, self.clock)
-                for v in (short, long)]
+        return [Sim(self.workload, self.arch, tuple(sorted({**self.params, name: v}.items())), self.sms, self.clock,
+                    self.carveout) for v in (short, long)]
 
     def names(self, sim: Sim) -> dict:
         return {**self.defaults, **dict(sim.params)}
@@ -130,7 +134,8 @@ class Row:
     def record(self) -> dict:
         return {"id": self.id, "workload": self.workload, "arch": self.arch, "set": self.params,
                 "marginal": None if self.marginal is None else dict(zip(("param", "short", "long"), self.marginal)),
-                "sms": self.sms, "clock": self.clock, "metric": self.metric, "unit": UNITS[self.metric],
+                "sms": self.sms, "clock": self.clock, "carveout": self.carveout, "metric": self.metric,
+                "unit": UNITS[self.metric],
                 "formula": self.formula, "published": self.published, "source": self.source, "differs": self.differs}
 
 
@@ -195,8 +200,12 @@ def parse_row(raw, arches: set[str]) -> Row:
         check_clock(clock)
     except GpusimError as exc:
         raise TableError(f"row {rid}: clock: {exc}") from None
+    carveout = raw.get("carveout")
+    if carveout is not None and not (type(carveout) is int and 0 <= carveout <= 100):
+        raise TableError(f"row {rid}: carveout must be an integer percentage, 0 to 100")
     row = Row(rid, workload, raw["arch"], dict(params), metric, float(published), _text(raw["source"], "source", rid),
-              _text(raw["differs"], "differs", rid), formula, marginal, sms, _workload_defaults(ROOT / workload), clock)
+              _text(raw["differs"], "differs", rid), formula, marginal, sms, _workload_defaults(ROOT / workload), clock,
+              carveout)
     if formula is not None:
         for sim in row.sims():
             evaluate(formula, row.names(sim))  # a name the parameters lack is the table's error, found now
@@ -229,7 +238,7 @@ def simulate(sim: Sim) -> dict:
     started = time.perf_counter()
     try:
         result = run(ROOT / sim.workload, sim.arch, params=dict(sim.params), sms=sim.sms, sample="auto",
-                     clock=sim.clock)
+                     clock=sim.clock, carveout=sim.carveout)
     except Exception as exc:  # every failure is one row's one-line error, not the end of the table
         return {"error": one_line(exc), "wall_s": round(time.perf_counter() - started, 2)}
     sampling = result.sampling or {}
@@ -300,7 +309,7 @@ def evaluate_rows(rows: list[Row], results: dict[Sim, dict]) -> list[dict]:
     for row in rows:
         outs = [results[s] for s in row.sims()]
         record = row.record()
-        record["runs"] = [{"params": dict(s.params), "sms": s.sms, "clock": s.clock, **o}
+        record["runs"] = [{"params": dict(s.params), "sms": s.sms, "clock": s.clock, "carveout": s.carveout, **o}
                           for s, o in zip(row.sims(), outs)]
         failed = next((o["error"] for o in outs if "error" in o), None)
         if failed is None:

@@ -97,6 +97,9 @@ class FrontendSpec:
                                             count_range(MAX_CYCLES))
     block_launch_cycles: int = spec_field("cycles from the dispatcher choosing an SM to the block's first issue",
                                           "cycles", count_range(MAX_CYCLES))
+    block_retire_cycles: int = spec_field("cycles from a block's last warp exiting to the dispatcher choosing its SM "
+                                          "for the next block (the retirement reaching the CTA dispatcher)", "cycles",
+                                          count_range(MAX_CYCLES, 0))
 
 
 class _CarveoutSteps:

@@ -48,7 +48,7 @@ MEASUREMENTS: tuple[tuple[str, str, str], ...] = (
     ("wgmma_flop_per_clock_per_sm", "wgmma_throughput (sm_90a)",
      "pipelines.tensor.dense_fp16_flops_per_clock, pipelines.tensor.rates.*.dense"),
     ("mma_sync_flop_per_clock_per_sm", "mma_throughput", "pipelines.tensor.rates.*.dense (where no wgmma row is)"),
-    ("block_launch_cycles", "empty_block", "frontend.block_launch_cycles"),
+    ("block_launch_cycles", "empty_block", "frontend.block_retire_cycles (less the base's block_launch_cycles)"),
     ("pointer_chase.l1", "chase<true> 16 KiB", "memory.l1.hit_latency"),
     ("smem_latency_cycles", "smem_latency", "memory.l1.shared_latency"),
     ("l2_bytes", "cudaDeviceProp.l2CacheSize", "memory.l2.size_bytes"),
@@ -185,10 +185,12 @@ class Calibration:
         self._shared_memory()
         self._pipelines()
         self._memory()
-        frontend = self._mean("block_launch_cycles")
-        if frontend is not None:
-            put("frontend.block_launch_cycles", max(1, round(frontend)),
-                f"{self._where('empty_block')}: {frontend:.0f} cycles per block, one resident per SM, 64 vs 128 per SM")
+        turn = self._mean("block_launch_cycles")  # a block's turn on an SM: its retirement and the next launch
+        if turn is not None:
+            launch = self.base_spec.frontend.block_launch_cycles
+            put("frontend.block_retire_cycles", max(0, round(turn) - launch),
+                f"{self._where('empty_block')}: {turn:.0f} cycles per block, one resident per SM, 64 vs 128 per SM, "
+                f"less the {launch} of block_launch_cycles (assumed)", DERIVED)
 
     def _clocks(self) -> None:
         r = self.results

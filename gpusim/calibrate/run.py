@@ -28,7 +28,7 @@ MICROBENCH_RUNS = 2
 ADDITIVE = {"ffma_latency": "pipelines.fp32.latency", "hmma_latency": "pipelines.tensor.latency",
             "sfu_latency": "pipelines.sfu.latency", "chase_l1": "memory.l1.hit_latency",
             "chase_l2": "memory.l2.hit_latency", "chase_dram": "memory.dram.latency",
-            "smem_latency": "memory.l1.shared_latency", "block_launch": "frontend.block_launch_cycles"}
+            "smem_latency": "memory.l1.shared_latency", "block_launch": "frontend.block_retire_cycles"}
 PROPORTIONAL = {"stream_read": "memory.dram.read_efficiency", "stream_copy": "memory.dram.write_efficiency",
                 "l2_bandwidth": "memory.l2.bandwidth_bytes_per_clock",
                 "l2_bandwidth_sm": "memory.l2.sm_bytes_per_clock"}

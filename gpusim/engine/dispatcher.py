@@ -33,8 +33,10 @@ def cluster_members(grid: tuple[int, int, int], cluster: tuple[int, int, int]) -
 
 class Dispatcher:
     def __init__(self, nblocks: int, blocks_per_sm: int, sm_order: list, launch_cycles: int, stagger: int = 0,
-                 clusters: list[list[int]] | None = None, gpcs: list[list] | None = None):
-        """`stagger`: the blocks placed at the launch start spread over this many cycles instead of at once (a
+                 clusters: list[list[int]] | None = None, gpcs: list[list] | None = None, retire_cycles: int = 0):
+        """`launch_cycles`: from placing a block on an SM to its first issue; `retire_cycles`: from a block's exit to
+        the dispatcher placing the next block (a block that replaces a retired one pays both).
+        `stagger`: the blocks placed at the launch start spread over this many cycles instead of at once (a
         sampled run uses it to stand for waves that start as blocks retire, out of step; see gpusim.sampling).
         `clusters` (with `gpcs`, the SMs of each GPC): a cluster's blocks start together on distinct SMs of one
         GPC, each with a free block slot; a cluster that fits no GPC waits until retirements make room."""
@@ -42,6 +44,7 @@ class Dispatcher:
         self.blocks_per_sm = blocks_per_sm
         self.sm_order = sm_order
         self.launch_cycles = launch_cycles
+        self.retire_cycles = retire_cycles
         self.stagger = stagger
         self.next_block = 0
         self.placements = [0] * len(sm_order)  # blocks each SM ran
@@ -87,14 +90,15 @@ class Dispatcher:
         self.next_block += 1
 
     def block_retired(self, sm, now: int) -> None:
-        """A block left `sm`: the next block goes there (every other SM is still full); with clusters, the next
-        clusters go wherever a GPC now has room for them."""
+        """A block left `sm`: once the retirement reaches the dispatcher (`retire_cycles` later) the next block goes
+        there (every other SM is still full); with clusters, the next clusters go wherever a GPC now has room."""
         if self.first_retirement is None:
             self.first_retirement = now
+        at = now + self.retire_cycles
         if self.clusters is not None:
-            self.place_clusters(now)
+            self.place_clusters(at)
         elif self.next_block < self.nblocks:
-            self.place(sm, now)
+            self.place(sm, at)
 
     def place_clusters(self, now: int, at_launch: bool = False) -> None:
         """Start clusters in order while one GPC has room for the next (in-order: a later, smaller one does not

@@ -66,7 +66,8 @@ class GPU:
         if clusters is not None:  # whole clusters: the first of them that hold the blocks asked for
             nblocks = sum(len(c) for c in clusters)
         self.dispatcher = Dispatcher(nblocks, self.occupancy.blocks_per_sm, interleave_by_gpc(by_gpc),
-                                     spec.frontend.block_launch_cycles, stagger, clusters, by_gpc)
+                                     spec.frontend.block_launch_cycles, stagger, clusters, by_gpc,
+                                     spec.frontend.block_retire_cycles)
         self.sync_window = 1
         if sync_window > 1 and clusters is None:
             self.sync_window = sync_window

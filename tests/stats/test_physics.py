@@ -410,6 +410,7 @@ SMALL = {
     "microbench/pointer_chase.yaml": {"footprint": 1048576, "hops": 512},
     "microbench/smem_stride.yaml": {"stride": 2, "iters": 8},
     "microbench/stream.yaml": {"n": 262144, "blocks": 16},
+    "microbench/stream_fp64.yaml": {"n": 65536, "threads": 256, "kernel": 3},
 }
 
 

@@ -16,8 +16,8 @@ PROMISED = ["gemm_tile128", "gemm_tile128_sync", "gemm_multistage", "gemm_hopper
             "kv_decode",
             "kv_decode_naive", "gemv", "rmsnorm", "swiglu",
             "microbench/fma_chain", "microbench/fma_peak", "microbench/hmma_peak", "microbench/divergence",
-            "microbench/smem_stride", "microbench/pointer_chase", "microbench/stream", "microbench/coalescing",
-            "microbench/latency_hiding", "microbench/occupancy_sweep"]
+            "microbench/smem_stride", "microbench/pointer_chase", "microbench/stream", "microbench/stream_fp64",
+            "microbench/coalescing", "microbench/latency_hiding", "microbench/occupancy_sweep"]
 
 
 @pytest.mark.fast
