@@ -116,6 +116,20 @@ def test_undeclared_metrics_are_named_not_summed():
     assert "my_new_ratio" not in projection.as_record(sums, {"gpu_sim_cycle": 10, "my_new_ratio": 0.5})
 
 
+def test_bytes_between_levels_agree_to_a_projections_rounding_and_no_further():
+    """A projected record rounds the L2's sectors and the SMs' bytes each on its own: a few bytes apart is the same
+    traffic (a real run's both are whole sectors); a sector apart is bytes lost between the levels."""
+    from gpusim.stats.invariants import violations
+
+    spec = gpusim.load_arch("h100")
+    m = gpusim.run(VECADD, "h100", sms=2, params={"n": 65536}).metrics
+    assert violations(m, spec) == []
+    sent = m["lts__t_sectors.sum"] * spec.memory.l2.sector_bytes
+    assert violations({**m, "gpusim__l1_to_l2_bytes": sent - 2}, spec) == []
+    broken = violations({**m, "gpusim__l1_to_l2_bytes": sent - spec.memory.l2.sector_bytes}, spec)
+    assert len(broken) == 1 and broken[0].startswith("L2 saw")
+
+
 def test_percentages_beyond_100_are_violations():
     assert percentages_out_of_range({"lts__t_sector_hit_rate.pct": 100.0}) == []
     assert len(percentages_out_of_range({"lts__t_sector_hit_rate.pct": 130.0,
