@@ -40,3 +40,14 @@ def test_a_bad_clock_on_a_row_is_the_tables_one_line_error(tmp_path, capsys, clo
     assert _published().main(["--table", str(table), "--list"]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("carveout", ["half", "101", "-1", "7.5"])
+def test_a_bad_carveout_on_a_row_is_the_tables_one_line_error(tmp_path, capsys, carveout):
+    table = tmp_path / "table.yaml"
+    table.write_text("rows:\n  - {id: bad, workload: workloads/vecadd.yaml, arch: h100, carveout: " + carveout + ",\n"
+                     "     metric: time_us, published: 1.0, source: a test, differs: nothing}\n")
+    assert _published().main(["--table", str(table), "--list"]) == 2
+    err = capsys.readouterr().err
+    message = f"row bad: carveout: --carveout {carveout}: expected a percentage, an integer from 0 to 100"
+    assert message in err and len(err.strip().splitlines()) == 1

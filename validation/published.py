@@ -45,6 +45,7 @@ import yaml
 from gpusim.api import run
 from gpusim.errors import GpusimError
 from gpusim.options import check_clock
+from gpusim.workload.overrides import check_launch_overrides
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -122,11 +123,12 @@ class Row:
 
     def sims(self) -> list[Sim]:
         if self.marginal is None:
-            return [Sim(self.workload, self.arch, tuple(sorted(self.params.items())), self.sms, self.clock,
-                        self.carveout)]
-        name, short, long = self.marginal
-        return [Sim(self.workload, self.arch, tuple(sorted({**self.params, name: v}.items())), self.sms, self.clock,
-                    self.carveout) for v in (short, long)]
+            settings = [self.params]
+        else:
+            name, short, long = self.marginal
+            settings = [{**self.params, name: v} for v in (short, long)]
+        return [Sim(self.workload, self.arch, tuple(sorted(p.items())), self.sms, self.clock, self.carveout)
+                for p in settings]
 
     def names(self, sim: Sim) -> dict:
         return {**self.defaults, **dict(sim.params)}
@@ -201,8 +203,11 @@ def parse_row(raw, arches: set[str]) -> Row:
     except GpusimError as exc:
         raise TableError(f"row {rid}: clock: {exc}") from None
     carveout = raw.get("carveout")
-    if carveout is not None and not (type(carveout) is int and 0 <= carveout <= 100):
-        raise TableError(f"row {rid}: carveout must be an integer percentage, 0 to 100")
+    if carveout is not None:
+        try:
+            carveout = check_launch_overrides(carveout=carveout).carveout
+        except GpusimError as exc:
+            raise TableError(f"row {rid}: carveout: {exc}") from None
     row = Row(rid, workload, raw["arch"], dict(params), metric, float(published), _text(raw["source"], "source", rid),
               _text(raw["differs"], "differs", rid), formula, marginal, sms, _workload_defaults(ROOT / workload), clock,
               carveout)

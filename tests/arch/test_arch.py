@@ -264,3 +264,17 @@ def test_bad_tensor_memory_fields_are_named(key, value, expected):
     data = yaml.safe_load((arch_dir() / "b200.yaml").read_text())
     data["pipelines"]["tensor"]["tensor_memory"]["mma_tile_mm"] = 128
     assert "unknown key 'pipelines.tensor.tensor_memory.mma_tile_mm'" in _error(data)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("value, expected", [
+    (-1, "expected an integer from 0 to"),
+    ("soon", "expected an integer"),
+])
+def test_a_bad_block_retire_cycles_is_named(value, expected):
+    """frontend.block_retire_cycles: 0 (a retired block's slot refilled at once) or more cycles; anything else is a
+    one-line error naming the field."""
+    data = yaml.safe_load((arch_dir() / "h100.yaml").read_text())
+    data["frontend"]["block_retire_cycles"] = value
+    message = _error(data)
+    assert "'frontend.block_retire_cycles'" in message and expected in message
