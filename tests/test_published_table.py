@@ -51,3 +51,41 @@ def test_a_bad_carveout_on_a_row_is_the_tables_one_line_error(tmp_path, capsys, 
     err = capsys.readouterr().err
     message = f"row bad: carveout: --carveout {carveout}: expected a percentage, an integer from 0 to 100"
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_sample_stating_more_error_than_the_tables_tolerance_is_simulated_again_in_full(monkeypatch):
+    """A projection whose stated error is wider than +-15% is no answer to hold against a published number: the row
+    runs again with --sample off, and the record keeps what the rejected sample stated."""
+    published = _published()
+    calls = []
+
+    class Result:
+        def __init__(self, sample):
+            stated = {"auto": 23.9, "off": None}[sample]
+            self.sampling = {"method": "loop trips and waves", "error_estimate_pct": stated} if stated else None
+            self.metrics = {"gpu_sim_cycle": 9_502_640 if stated else 7_606_460, "gpu__time_duration.sum": 1e-3}
+            self.partial, self.warnings = False, []
+
+    def fake_run(workload, arch, *, sample, **options):
+        calls.append(sample)
+        return Result(sample)
+
+    monkeypatch.setattr(published, "run", fake_run)
+    out = published.simulate(published.Sim("workloads/gemm_hopper_ws.yaml", "h100", (("M", 12288),)))
+    assert calls == ["auto", "off"]
+    assert out["metrics"]["gpu_sim_cycle"] == 7_606_460 and out["sampling"] is None
+    assert out["rejected_sample"] == {"method": "loop trips and waves", "error_estimate_pct": 23.9}
+
+
+def test_a_sample_within_the_tables_tolerance_stands(monkeypatch):
+    published = _published()
+    calls = []
+
+    class Result:
+        sampling = {"method": "loop trips and waves", "error_estimate_pct": 12.9}
+        metrics = {"gpu_sim_cycle": 4_396_914}
+        partial, warnings = False, []
+
+    monkeypatch.setattr(published, "run", lambda workload, arch, *, sample, **o: calls.append(sample) or Result())
+    out = published.simulate(published.Sim("workloads/flash_attention3.yaml", "h100", ()))
+    assert calls == ["auto"] and out["sampling"]["error_estimate_pct"] == 12.9 and "rejected_sample" not in out

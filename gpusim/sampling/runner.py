@@ -13,6 +13,7 @@ from .reuse import (bytes_between_reuses, lost_share, reuse_between_waves, run_s
                     with_shadow_traffic)
 from .warm import FILL_UNCERTAINTY, factor, full_size
 from ..stats.declared import undeclared
+from ..stats.invariants import speed_of_light
 
 # Counts the mix gives exactly, and the additive quantities (see project.additive) that equal them
 EXACT_WARP_INSTS = ("smsp__inst_executed.sum", "gpu__inst_executed_per_cycle")
@@ -99,13 +100,14 @@ def point_kernel(kernel, plan: Plan, point: Point):
 
 def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int | None,
             exact_thread_insts: int | None, l2: dict | None = None,
-            warm: dict | None = None, ways: int = 16) -> tuple[dict, dict, list[str]]:
+            warm: dict | None = None, ways: int = 16, spec=None) -> tuple[dict, dict, list[str]]:
     """(the kernel's metrics, the record's "sampling" object, warnings) from the points' metrics. `l2`: where the
     runs kept a shadow L2 (see reuse.py), the L2's capacity ("capacity"), the estimate it was sized from
     ("read_per_trip", "wave_writes", made from "source": the pilot or the check run) and the shadow's size
     ("shadow"): the projected DRAM traffic is then the shadow's. `warm`: where the projection points ran again
     from a warm L2 (see warm.py), warm_plan's answer with their (point, metrics) as "runs": the counts are then the
-    cold runs' up to the L2's fill and the warm runs' cost a unit after it. `ways`: the L2's."""
+    cold runs' up to the L2's fill and the warm runs' cost a unit after it. `ways`: the L2's. `spec`: the
+    architecture, for the share of the projected time the DRAM is busy (the cycles' error takes in the bytes')."""
     warnings: list[str] = []
     own = {p: additive(m) for p, m in results}  # the runs' own DRAM traffic: what the reuse check reads
     projection = [p for p, _ in results if p.role == "projection"]
@@ -275,6 +277,13 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
             projected[key] = exact_thread_insts
     like = results[-1][1] if not checks else next(m for p, m in results if p is projection[-1])
     metrics = as_record(projected, like)
+    # the cycles are as uncertain as the DRAM bytes where the DRAM sets them: the bytes' own error (less the runs'
+    # noise, already counted) in the share of the time the DRAM is busy (gemm_hopper_ws 12288^3 on an h100: DRAM
+    # bytes ~29% uncertain at 62% busy, the projection 25% above the full run's cycles)
+    busy_pct = speed_of_light(metrics, spec).get(DRAM_BUSY, 0.0) if spec is not None else 0.0
+    dram_busy = min(1.0, max(0.0, busy_pct / 100))
+    dram_term = max(0.0, dram_error - noise_term) * dram_busy
+    error += dram_term
     if "launch__waves_per_multiprocessor" in metrics:  # the whole grid's, not a reduced run's
         metrics["launch__waves_per_multiprocessor"] = plan.blocks / plan.wave_blocks
     left_out = undeclared(like)
@@ -293,6 +302,7 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
         "steady_state": steady,
         **({"l2_merge_decay": round(decay, 3)} if plan.trips is not None else {}),  # merges a trip ~ trip ** -p
         "error_estimate_pct": round(100 * error, 2),
+        "error_from_dram_bytes_pct": round(100 * dram_term, 2),
         "dram_error_estimate_pct": round(100 * dram_error, 2),
         **({"l2_hit_error_points": round(l2_hit_error, 2)} if l2_hit_error is not None else {}),
         **({"l2_hits_within_a_wave_pct": round(within_wave_hits, 2)} if within_wave_hits is not None else {}),
@@ -365,6 +375,7 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
 
 
 DRAM_BYTES = "dram__bytes.sum"  # (additive: bytes bound for DRAM, see project.additive)
+DRAM_BUSY = "dram__throughput.avg.pct_of_peak_sustained_elapsed"  # (a rate the record recomputes from the counts)
 L2_RECENT_FILL_HITS = "gpusim__l2_recent_fill_hit_sectors"  # (memory.hierarchy.count_recent_fills)
 
 

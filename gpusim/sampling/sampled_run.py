@@ -215,7 +215,7 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
         def projection(warm=None) -> tuple[dict, dict, list]:  # the record projected from the runs made
             metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
                                             exact_warp_insts, mix.total_thread_insts if exact else None, l2, warm,
-                                            ways)
+                                            ways, spec)
             metrics.update(speed_of_light(metrics, spec))  # percentages of peak from the projected counts
             return metrics, record, more
 
