@@ -26,11 +26,15 @@
 //                       (m16n8k32, FP8 from sm_89) FLOP (INT8: operations) per clock per SM
 //   wgmma               (sm_90a builds) wgmma.mma_async m64n128 throughput per precision: FP16, BF16, TF32, FP8, INT8,
 //                       and the SM clock during the FP16 run
+//   sustained clock     (sm_90a builds) the SM clock after seconds of FP16 wgmma on every SM, with zero and with random
+//                       operands (the clock a power-limited part holds through a real GEMM's data)
 //   sfu                 MUFU.EX2 (ex2.approx.ftz.f32): dependent latency and warp-instructions per clock per SM
 //   f2fp                cvt.rn.f16x2.f32 (F2FP) warp-instructions per clock per SM, alone and alternating with ex2
 //                       (whether the softmax's conversions share the SFU's pipe)
 //   block_launch        empty blocks of 32 threads, one resident per SM (all the shared memory): cycles per block
 #include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
@@ -401,15 +405,25 @@ __global__ void mma_throughput(float* out, long long* cycles, int iters, unsigne
     if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
+// Two FP16 values in [-1, 1) from a 32-bit hash of x (operands that toggle like a real GEMM's data)
+__device__ __forceinline__ unsigned random_f16x2(unsigned x) {
+    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
+    __half lo = __float2half((float)(x & 0xffff) / 32768.0f - 1.0f), hi = __float2half((float)(x >> 16) / 32768.0f - 1.0f);
+    return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);
+}
+
 // ---------------------------------------------------------------- wgmma per precision (sm_90a builds)
 enum WgKind { WG_F16, WG_BF16, WG_TF32, WG_E4M3, WG_S8 };
 
 // Two warpgroups per block, each 4 chained wgmma m64n128 per trip on its own accumulators, operands from shared memory.
 template <int KIND>
-__global__ void wgmma_throughput(float* out, long long* cycles, int iters) {
+__global__ void wgmma_throughput(float* out, long long* cycles, int iters, unsigned seed = 0) {
 #if WGMMA_AVAILABLE
-    __shared__ __align__(1024) unsigned char tiles[2][8192];  // A and B operand tiles (zeros: only the rate counts)
-    for (int k = threadIdx.x; k < 2 * 8192 / 4; k += blockDim.x) ((unsigned*)tiles)[k] = 0;
+    // A and B operand tiles: zeros (only the rate counts), or with a seed FP16 values in [-1, 1) from a hash, whose
+    // toggling multipliers draw the power a real GEMM's data does (the clock a power-limited part then holds)
+    __shared__ __align__(1024) unsigned char tiles[2][8192];
+    for (int k = threadIdx.x; k < 2 * 8192 / 4; k += blockDim.x)
+        ((unsigned*)tiles)[k] = seed ? random_f16x2(seed ^ (blockIdx.x * 8192u + k)) : 0u;
     __syncthreads();
     unsigned long long da = wgmma_desc(tiles[0], 128, 256), db = wgmma_desc(tiles[1], 128, 256);
     using Acc = typename std::conditional<KIND == WG_S8, int, float>::type;
@@ -811,14 +825,14 @@ int main() {
         auto row = [&](const char* name, double flop_per_mma, auto kernel) {
             bool ok = true;
             double per_trip = marginal([&](int it) {
-                kernel<<<2 * sms, 256>>>(fout, cyc, it); CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+                kernel<<<2 * sms, 256>>>(fout, cyc, it, 0u); CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
                 std::vector<long long> h(2 * sms);
                 CK(cudaMemcpy(h.data(), cyc, sizeof(long long) * 2 * sms, cudaMemcpyDeviceToHost));
                 if (h[0] < 0) ok = false;
                 return (double)*std::max_element(h.begin(), h.end()); }, 256);
             if (!ok) return;
             if (clock_mhz == 0) {  // the SM clock while the tensor cores run flat out
-                CK(cudaEventRecord(e0)); kernel<<<2 * sms, 256>>>(fout, cyc, 4096); CK(cudaEventRecord(e1));
+                CK(cudaEventRecord(e0)); kernel<<<2 * sms, 256>>>(fout, cyc, 4096, 0u); CK(cudaEventRecord(e1));
                 CK(cudaEventSynchronize(e1));
                 clock_mhz = max_cycles(cyc, 2 * sms) / (time_ms(e0, e1) * 1e-3) / 1e6;
             }
@@ -834,6 +848,39 @@ int main() {
         if (!rows.empty()) {
             emit("wgmma_flop_per_clock_per_sm", "{" + rows + "}");
             emit("sm_clock_mhz_during_wgmma", num(clock_mhz));
+        }
+    }
+
+    // The SM clock a power-limited part holds through a sustained tensor load (sm_90a builds): FP16 wgmma flat out on
+    // every SM for WARM_S seconds (the power controller settles), then each of the next launches timed alone, the
+    // median of their cycles / time; once with zero operands, once with random ones (a real GEMM's data toggles the
+    // multipliers: more power, so a lower clock under the same limit)
+    {
+        const double WARM_S = 3.0;
+        const int LAUNCHES = 50, ITERS = 4096;
+        auto sustained = [&](unsigned seed) -> double {
+            auto start = std::chrono::steady_clock::now();
+            do {
+                wgmma_throughput<WG_F16><<<2 * sms, 256>>>(fout, cyc, ITERS, seed);
+                CK(cudaGetLastError()); CK(cudaDeviceSynchronize());
+                if (max_cycles(cyc, 2 * sms) < 0) return -1;
+            } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < WARM_S);
+            std::vector<double> mhz;
+            for (int r = 0; r < LAUNCHES; r++) {
+                CK(cudaEventRecord(e0));
+                wgmma_throughput<WG_F16><<<2 * sms, 256>>>(fout, cyc, ITERS, seed);
+                CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
+                mhz.push_back(max_cycles(cyc, 2 * sms) / (time_ms(e0, e1) * 1e-3) / 1e6);
+            }
+            std::sort(mhz.begin(), mhz.end());
+            return mhz[mhz.size() / 2];
+        };
+        double zeros = sustained(0);
+        if (zeros > 0) {
+            double random = sustained(0x9e3779b9u);
+            emit("sm_clock_mhz_sustained_wgmma_fp16",
+                 "{\"zero_operands\": " + num(zeros) + ", \"random_operands\": " + num(random) +
+                 ", \"warm_seconds\": " + num(WARM_S) + "}");
         }
     }
 
