@@ -25,7 +25,8 @@ MEASUREMENTS: tuple[tuple[str, str, str], ...] = (
     ("device, compute_capability", "cudaGetDeviceProperties", "full_name, compute_capability"),
     ("reported_max_clock_mhz", "cudaDevAttrClockRate", "clocks.core_mhz"),
     ("sm_clock_mhz_during_wgmma", "wgmma_throughput (sm_90a)", "clocks.tensor_mhz"),
-    ("sm_clock_mhz_during_wgmma, sm_clock_mhz_during_hmma", "wgmma_throughput, hmma_throughput",
+    ("sm_clock_mhz_sustained_wgmma_fp16 (random operands), else sm_clock_mhz_during_wgmma, sm_clock_mhz_during_hmma",
+     "wgmma_throughput after seconds on random operands, else wgmma_throughput, hmma_throughput",
      "clocks.sustained_tensor_mhz"),
     ("memory_clock_mhz, memory_bus_width_bits", "cudaDevAttrMemoryClockRate, GlobalMemoryBusWidth",
      "clocks.memory_note, memory.dram.bandwidth_gbs"),
@@ -204,7 +205,16 @@ class Calibration:
                      f"({tensor:.0f} MHz, from clock64 over event time)")
         loaded = {name: self._mean(f"sm_clock_mhz_during_{name}") for name in ("wgmma", "hmma")}
         loaded = {name: mhz for name, mhz in loaded.items() if mhz is not None}
-        if loaded:
+        held = self._mean("sm_clock_mhz_sustained_wgmma_fp16", "random_operands")
+        zeros = self._mean("sm_clock_mhz_sustained_wgmma_fp16", "zero_operands")
+        if held is not None:  # seconds of wgmma on random data: the power a real GEMM draws (zeros draw less)
+            ceiling = core if core is not None else self.get("clocks.core_mhz")
+            held = min(held, ceiling) if isinstance(ceiling, (int, float)) else held
+            self.put("clocks.sustained_tensor_mhz", _num(round(held)),
+                     f"{self._where('wgmma_throughput')}: the SM clock the part held after seconds of FP16 wgmma "
+                     f"on random operands on every SM ({held:.0f} MHz"
+                     + (f"; on zero operands {zeros:.0f} MHz)" if zeros is not None else ")"))
+        elif loaded:
             name, mhz = min(loaded.items(), key=lambda item: item[1])
             ceiling = core if core is not None else self.get("clocks.core_mhz")
             mhz = min(mhz, ceiling) if isinstance(ceiling, (int, float)) else mhz

@@ -278,8 +278,9 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     like = results[-1][1] if not checks else next(m for p, m in results if p is projection[-1])
     metrics = as_record(projected, like)
     # the cycles are as uncertain as the DRAM bytes where the DRAM sets them: the bytes' own error (less the runs'
-    # noise, already counted) in the share of the time the DRAM is busy (gemm_hopper_ws 12288^3 on an h100: DRAM
-    # bytes ~29% uncertain at 62% busy, the projection 25% above the full run's cycles)
+    # noise, already counted) in the share of the time the DRAM is busy: exact where the DRAM bounds the kernel, a
+    # bound where it does not (gemm_tile128_sync 1024x512x1024 on 4 SMs with a 2 MiB L2: the bytes ~13% uncertain
+    # at 63% busy, the projection 8.9% off the full run's cycles against 6.6% from the trend and the noise alone)
     busy_pct = speed_of_light(metrics, spec).get(DRAM_BUSY, 0.0) if spec is not None else 0.0
     dram_busy = min(1.0, max(0.0, busy_pct / 100))
     dram_term = max(0.0, dram_error - noise_term) * dram_busy

@@ -104,6 +104,22 @@ def test_same_product_base_keeps_its_sources(tmp_path):
     assert set(assumed) <= set(assumed_fields(ROOT / "arch/h200.yaml")) | {"memory.dram.bandwidth_gbs"}
 
 
+def test_the_sustained_tensor_clock_is_the_one_held_on_random_operands_where_measured(tmp_path):
+    """A results file with microbench's sustained-clock row: clocks.sustained_tensor_mhz is the clock held after
+    seconds of wgmma on random operands (a GEMM's data), not the zero-operand one or the short runs' clocks."""
+    doc = json.loads(H200.read_text())
+    for run in doc["runs"]:
+        run["sm_clock_mhz_sustained_wgmma_fp16"] = {"zero_operands": 1755.0, "random_operands": 1605.0,
+                                                    "warm_seconds": 3.0}
+    results = tmp_path / "h200-sustained.json"
+    results.write_text(json.dumps(doc))
+    out = tmp_path / "cal.yaml"
+    calibrate(out, "h100", results, check=False)
+    assert gpusim.load_arch(out).clocks.sustained_tensor_mhz == 1605
+    note = out.read_text().split("sustained_tensor_mhz", 1)[1][:500]
+    assert "random operands" in note and "zero operands 1755 MHz" in note
+
+
 # --- the made-up part: the engine reproduces what calibrate set --------------------------------------------------
 
 def test_madeup_part_calibrated_fields(madeup):
