@@ -441,7 +441,30 @@ def table_published(opts) -> str:
     if summary.get("mean_abs_error_pct") is not None:
         out += (f"\n{summary['simulated']} of {summary['rows']} rows simulated: mean absolute error "
                 f"{summary['mean_abs_error_pct']:.1f}%, worst {summary['worst_row']} at {summary['worst_pct']:.1f}%.\n")
+    out += _published_not_simulated()
     return out
+
+
+def _published_not_simulated() -> str:
+    """The table's published numbers no row simulates (validation/published.yaml, not_simulated:) and why."""
+    import yaml  # (a dependency of gpusim itself)
+
+    doc = yaml.safe_load((ROOT / "validation/published.yaml").read_text()) or {}
+    entries = doc.get("not_simulated") or []
+    if not entries:
+        return ""
+    units = {"tflops": "TFLOP/s", "gbs": "GB/s", "time_us": "us", "latency_cycles": "cycles"}  # published.py's
+
+    def number(e) -> str:
+        value = e.get("published")
+        shown = f"{value:,}" if isinstance(value, (int, float)) else str(value if value is not None else "-")
+        return f"{shown} {units.get(e.get('metric'), '')}".strip()
+
+    rows = [[f"`{e['id']}`", e.get("arch", ""), number(e), _md(" ".join(str(e.get("reason", "")).split()))]
+            for e in entries]
+    return (f"\nPublished numbers the table keeps but does not simulate ({len(entries)}), each with why "
+            f"(`not_simulated:` in `validation/published.yaml`, where each has its source):\n\n"
+            + _table(["row", "arch", "published", "why not simulated"], rows, "llrl"))
 
 
 def table_sync_window(opts) -> str:
