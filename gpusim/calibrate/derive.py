@@ -21,6 +21,7 @@ from .results import Results
 MEASURED, DERIVED, KEPT, ASSUMED = "measured", "derived", "kept", "assumed"
 
 # What microbench.cu measures and the fields each measurement sets: (results key, kernel, fields).
+SUSTAINED_CLOCK = "sm_clock_mhz_sustained_wgmma_fp16"  # microbench.cu: {random_operands, zero_operands, warm_seconds}
 MEASUREMENTS: tuple[tuple[str, str, str], ...] = (
     ("device, compute_capability", "cudaGetDeviceProperties", "full_name, compute_capability"),
     ("reported_max_clock_mhz", "cudaDevAttrClockRate", "clocks.core_mhz"),
@@ -205,8 +206,9 @@ class Calibration:
                      f"({tensor:.0f} MHz, from clock64 over event time)")
         loaded = {name: self._mean(f"sm_clock_mhz_during_{name}") for name in ("wgmma", "hmma")}
         loaded = {name: mhz for name, mhz in loaded.items() if mhz is not None}
-        held = self._mean("sm_clock_mhz_sustained_wgmma_fp16", "random_operands")
-        zeros = self._mean("sm_clock_mhz_sustained_wgmma_fp16", "zero_operands")
+        self._check_sustained_clocks()
+        held = self._mean(SUSTAINED_CLOCK, "random_operands")
+        zeros = self._mean(SUSTAINED_CLOCK, "zero_operands")
         if held is not None:  # seconds of wgmma on random data: the power a real GEMM draws (zeros draw less)
             ceiling = core if core is not None else self.get("clocks.core_mhz")
             held = min(held, ceiling) if isinstance(ceiling, (int, float)) else held
@@ -229,6 +231,18 @@ class Calibration:
         elif isinstance(smi, str) and smi.strip():
             self.put("clocks.memory_note", f"{smi.strip()} maximum memory clock",
                      f"[CAL] {r.device}, driver {r.driver}, {r.date}: nvidia-smi clocks.max.memory")
+
+    def _check_sustained_clocks(self) -> None:
+        """microbench's sustained-clock row, where a run has it, holds a clock in MHz for each kind of operand."""
+        for i, run in enumerate(self.results.runs):
+            entry = run.get(SUSTAINED_CLOCK)
+            if entry is None:
+                continue
+            for key in ("random_operands", "zero_operands"):
+                value = entry.get(key) if isinstance(entry, dict) else None
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                    raise GpusimError(f"{self.results.source}: runs[{i}].{SUSTAINED_CLOCK}.{key}: expected a clock in "
+                                      f"MHz (a positive number), got {shown(repr(value), 40)}")
 
     def _structure(self) -> None:
         sms = self.results.first("sms")

@@ -120,6 +120,21 @@ def test_the_sustained_tensor_clock_is_the_one_held_on_random_operands_where_mea
     assert "random operands" in note and "zero operands 1755 MHz" in note
 
 
+@pytest.mark.parametrize("entry, shown", [({"random_operands": "fast", "zero_operands": 1755.0}, "'fast'"),
+                                          ({"random_operands": -5, "zero_operands": 1755.0}, "-5"),
+                                          ({"zero_operands": 1755.0}, "None"), (1605, "None")])
+def test_a_malformed_sustained_clock_row_is_the_results_files_one_line_error(tmp_path, capsys, entry, shown):
+    doc = json.loads(H200.read_text())
+    doc["runs"][0]["sm_clock_mhz_sustained_wgmma_fp16"] = entry
+    results = tmp_path / "bad.json"
+    results.write_text(json.dumps(doc))
+    proc = _cli("calibrate", "--from", str(results), "--base", "h100", "-o", str(tmp_path / "out.yaml"))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    line = proc.stderr.strip()
+    assert len(line.splitlines()) == 1 and "bad.json: runs[0].sm_clock_mhz_sustained_wgmma_fp16.random_operands: " \
+        f"expected a clock in MHz (a positive number), got {shown}" in line
+
+
 # --- the made-up part: the engine reproduces what calibrate set --------------------------------------------------
 
 def test_madeup_part_calibrated_fields(madeup):

@@ -305,6 +305,21 @@ def test_warpgroup_mma_stays_below_the_datasheet_peak(tmp_path, arch):
     assert spec.peak_fp16_tensor_tflops == pytest.approx(989.4, rel=0.01)
 
 
+@pytest.mark.parametrize("arch", ["b200", "b300"])
+def test_a_persistent_pair_gemm_overlaps_its_epilogue_and_stays_below_the_tensor_peak(arch):
+    """gemm_blackwell_2sm on 4 SMs, 16 tiles of 256 x 256 x 512: two resident pairs walking 8 tiles each (the
+    accumulator double-buffered, one tile's epilogue under the next tile's MMAs) take fewer cycles than the same
+    tiles one per pair (16 pairs launched two at a time, each draining its epilogue alone), and neither passes the
+    tensor core's dense FP16 peak or any other limit."""
+    spec = gpusim.load_arch(arch)
+    shape = {"M": 1024, "N": 1024, "K": 512}
+    persistent = _run(REPO / "workloads/gemm_blackwell_2sm.yaml", arch, sms=4, sample="off", params={**shape, "PAIRS": 2})
+    one_each = _run(REPO / "workloads/gemm_blackwell_2sm.yaml", arch, sms=4, sample="off", params={**shape, "PAIRS": 16})
+    assert persistent["gpu_sim_cycle"] < 0.95 * one_each["gpu_sim_cycle"]
+    for m in (persistent, one_each):
+        assert m["gpusim__tensor_flop.per_second"] * spec.sms / 4 / 1e12 <= spec.peak_fp16_tensor_tflops * 1.0001
+
+
 # --- 6. one SM's path to L2, and the cache-sensitive lesson ----------------------------------------------
 L2_READ = """kernel: l2_read
 params: {iters: 16}

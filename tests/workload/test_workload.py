@@ -187,3 +187,17 @@ def test_evil_workload_through_cli(tmp_path):
                             '  - {op: LDG.E, dst: r1, addr: "().__class__.__bases__[0]"}\n', "evil.yaml")
     proc = run_cli("workload", "show", str(path))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr and f"{path}:4" in proc.stderr
+
+
+@pytest.mark.parametrize("pairs, message", [
+    ("0", "launch grid: expected at least 1, got 0"),
+    ("-1", "launch grid: expected at least 1, got -2"),
+    ("1.5", "launch cluster: grid.y = 3 is not a multiple of cluster.y = 2"),
+    ("x", "--set PAIRS=x: expected a number"),
+])
+def test_a_persistent_gemm_given_no_whole_number_of_pairs_is_a_one_line_error(pairs, message):
+    proc = run_cli("run", "workloads/gemm_blackwell_2sm.yaml", "--arch", "b200", "--sms", "4", "--set", f"PAIRS={pairs}",
+                   "--set", "M=512", "--set", "N=512", "--set", "K=512")
+    err = proc.stderr.strip()
+    assert proc.returncode != 0 and len(err.splitlines()) == 1 and message in err and "Traceback" not in err
+    assert pairs == "x" or "workloads/gemm_blackwell_2sm.yaml:" in err
