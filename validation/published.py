@@ -22,9 +22,8 @@ long to simulate in full run sampled (gpusim's --sample auto); one whose project
 estimate. The table printed is `id | arch | published | simulated | ratio`, then the mean and the worst of
 |simulated / published - 1| over the rows simulated. The JSON record (--json, default
 validation/results/published.json) holds the command, the commit, the machine, the date and every row with the
-metrics of its runs. Large errors are the output, not a
-failure: the exit status is 0 unless a row's simulation failed (1; its one-line error is printed in the table) or
-the table itself is malformed (2)."""
+metrics of its runs. Large errors are the output, not a failure: the exit status is 0 unless a row's simulation
+failed (1; its one-line error is printed in the table) or the table itself is malformed (2)."""
 
 from __future__ import annotations
 

@@ -209,18 +209,20 @@ class Calibration:
         self._check_sustained_clocks()
         held = self._mean(SUSTAINED_CLOCK, "random_operands")
         zeros = self._mean(SUSTAINED_CLOCK, "zero_operands")
+        ceiling = core if core is not None else self.get("clocks.core_mhz")
+
+        def within_core(mhz: float) -> float:  # a loaded clock above the maximum is the timers' rounding
+            return min(mhz, ceiling) if isinstance(ceiling, (int, float)) else mhz
+
         if held is not None:  # seconds of wgmma on random data: the power a real GEMM draws (zeros draw less)
-            ceiling = core if core is not None else self.get("clocks.core_mhz")
-            held = min(held, ceiling) if isinstance(ceiling, (int, float)) else held
+            held = within_core(held)
             self.put("clocks.sustained_tensor_mhz", _num(round(held)),
                      f"{self._where('wgmma_throughput')}: the SM clock the part held after seconds of FP16 wgmma "
                      f"on random operands on every SM ({held:.0f} MHz"
                      + (f"; on zero operands {zeros:.0f} MHz)" if zeros is not None else ")"))
         elif loaded:
             name, mhz = min(loaded.items(), key=lambda item: item[1])
-            ceiling = core if core is not None else self.get("clocks.core_mhz")
-            mhz = min(mhz, ceiling) if isinstance(ceiling, (int, float)) else mhz
-            self.put("clocks.sustained_tensor_mhz", _num(round(mhz)),
+            self.put("clocks.sustained_tensor_mhz", _num(round(within_core(mhz))),
                      f"{self._where(f'{name}_throughput')}: the SM clock the part held while its tensor cores ran "
                      f"flat out ({', '.join(f'{k} {v:.0f} MHz' for k, v in loaded.items())}: the lower)")
         mem, bus = self._mean("memory_clock_mhz"), self._mean("memory_bus_width_bits")

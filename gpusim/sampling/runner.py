@@ -107,7 +107,8 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
     ("shadow"): the projected DRAM traffic is then the shadow's. `warm`: where the projection points ran again
     from a warm L2 (see warm.py), warm_plan's answer with their (point, metrics) as "runs": the counts are then the
     cold runs' up to the L2's fill and the warm runs' cost a unit after it. `ways`: the L2's. `spec`: the
-    architecture, for the share of the projected time the DRAM is busy (the cycles' error takes in the bytes')."""
+    architecture: the speed of light recomputed from the projected counts (whose DRAM share the cycles' error takes
+    in)."""
     warnings: list[str] = []
     own = {p: additive(m) for p, m in results}  # the runs' own DRAM traffic: what the reuse check reads
     projection = [p for p, _ in results if p.role == "projection"]
@@ -277,12 +278,13 @@ def project(plan: Plan, results: list[tuple[Point, dict]], exact_warp_insts: int
             projected[key] = exact_thread_insts
     like = results[-1][1] if not checks else next(m for p, m in results if p is projection[-1])
     metrics = as_record(projected, like)
+    if spec is not None:  # percentages of peak from the projected counts
+        metrics.update(speed_of_light(metrics, spec))
     # the cycles are as uncertain as the DRAM bytes where the DRAM sets them: the bytes' own error (less the runs'
     # noise, already counted) in the share of the time the DRAM is busy: exact where the DRAM bounds the kernel, a
     # bound where it does not (gemm_tile128_sync 1024x512x1024 on 4 SMs with a 2 MiB L2: the bytes ~13% uncertain
     # at 63% busy, the projection 8.9% off the full run's cycles against 6.6% from the trend and the noise alone)
-    busy_pct = speed_of_light(metrics, spec).get(DRAM_BUSY, 0.0) if spec is not None else 0.0
-    dram_busy = min(1.0, max(0.0, busy_pct / 100))
+    dram_busy = min(1.0, max(0.0, metrics.get(DRAM_BUSY, 0.0) / 100)) if spec is not None else 0.0
     dram_term = max(0.0, dram_error - noise_term) * dram_busy
     error += dram_term
     if "launch__waves_per_multiprocessor" in metrics:  # the whole grid's, not a reduced run's

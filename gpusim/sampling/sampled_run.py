@@ -17,7 +17,7 @@ import attrs
 
 from ..options import RunOptions
 from ..result import RunResult, launch_record
-from ..stats.invariants import speed_of_light, violations
+from ..stats.invariants import violations
 from ..trace import TraceKernel
 from ..workload import kernel_mix
 from . import parallel
@@ -216,7 +216,6 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
             metrics, record, more = project(plan, [(p, r.metrics) for p, r in zip(points, results)],
                                             exact_warp_insts, mix.total_thread_insts if exact else None, l2, warm,
                                             ways, spec)
-            metrics.update(speed_of_light(metrics, spec))  # percentages of peak from the projected counts
             return metrics, record, more
 
         # the loop at twice the trips, reusing the runs made, where a staggered plan's shorter runs never held the
