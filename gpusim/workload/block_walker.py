@@ -13,15 +13,30 @@ import numpy as np
 from ..isa.inst import InstQueue, WarpInst, deal
 from ..isa.opcodes import BULK, OpInfo
 from .expr import ExprError
-from .kernel import FULL_MASK, PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
+from .kernel import PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
 from .program import Instr
 from .warp_walker import WarpWalker
 from .yamlio import WorkloadError
 
 ADDRESS_CACHE_LIMIT = 1024  # block-invariant address chunks kept per kernel
 OFFSETS_POOL_LIMIT = 4096  # distinct lane-offset patterns kept per kernel's streams
+ROW_CACHE_LIMIT = 4096  # instruction-row chunks kept per kernel
 _SAME_IN_EVERY_BLOCK = WARP_IN_BLOCK | {"lane", "rep"}  # a block walker's arrays for these never change
+_RANDOM = ("<random>",)  # _row_names' answer for an instruction whose rows draw random numbers (never cached)
 _PER_BLOCK = ("<per block>",)  # block_addresses' mark for an address that reads a per-block name (never cached)
+
+
+def _row_names(node: Instr) -> tuple[str, ...]:
+    """The names an instruction's rows depend on besides its repeat and lanes: those its predicate, register-name
+    placeholders and operands read, less the ones the same in every block walker (sorted), or _RANDOM."""
+    exprs = list(node.templates.values())
+    if node.pred is not None:
+        exprs.append(node.pred)
+    if node.operands is not None:
+        exprs += [e for e in node.operands.by_key().values() if e is not None]
+    if any(e.uses_rand for e in exprs):
+        return _RANDOM
+    return tuple(sorted(set().union(*(e.names for e in exprs)) - _SAME_IN_EVERY_BLOCK))
 
 
 class BlockWalker(WarpWalker):
@@ -43,14 +58,50 @@ class BlockWalker(WarpWalker):
         return (info, pc, mask)
 
     def instr_chunk(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> list:
-        env = self.env
         addrs = lane_rows = keys = None
         if node.addr is not None:
             addrs, lane_rows, keys = self.block_addresses(node, first, count)
+        spec = node.operands
+        bulk = spec is not None and spec.kind == BULK
+        if addrs is not None and (bulk or self.check_all):  # each row's addresses checked as it is made
+            rows = self.rows(node, mask, first, count, repeat, addrs, bulk)
+        else:
+            rows = self.cached_rows(node, mask, first, count, repeat)
+        return [(node.info, rows, lane_rows, keys)]
+
+    def cached_rows(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> list:
+        """The chunk's rows, made once per kernel for the same node, lanes, repeats and values of the names its
+        predicate, register names and operands read (the same in every block that reaches it with them: a loop
+        trip's instructions are made once, not once per block), where those are plain numbers and nothing is
+        drawn at random."""
+        cache = self.kernel.row_cache
+        names = cache.get(id(node))
+        if names is None:
+            names = cache[id(node)] = _row_names(node)
+        key = None
+        if names is not _RANDOM:
+            env = self.env
+            values = tuple(env.get(name) for name in names)
+            if all(type(v) in (int, float) for v in values):
+                key = (id(node), mask, first, count, repeat, values)
+                hit = cache.get(key)
+                if hit is not None:
+                    return hit
+        rows = self.rows(node, mask, first, count, repeat, None, False)
+        if key is not None:
+            if len(cache) >= ROW_CACHE_LIMIT:
+                cache.clear()
+                cache[id(node)] = names
+            cache[key] = rows
+        return rows
+
+    def rows(self, node: Instr, mask: int, first: int, count: int, repeat: int, addrs, bulk: bool) -> list:
+        """(pc, lanes, dst, src, operands) of repeats first .. first+count-1; with `addrs`, each row's active
+        lanes' addresses checked (every warp's), in order."""
+        env = self.env
         regs = self.registers(node, repeat) if node.templated else None
         spec = node.operands
         operands = spec.fixed if spec is not None else None
-        bulk = spec is not None and spec.kind == BULK
         rows = []
         for j in range(count):
             k = first + j
@@ -62,7 +113,7 @@ class BlockWalker(WarpWalker):
             if spec is not None and spec.fixed is None:
                 env["rep"] = k
                 operands = self.operands(node)
-            if addrs is not None and (bulk or m != FULL_MASK or self.check_all):
+            if addrs is not None:
                 for lane_addrs in addrs[:, j]:
                     if bulk:
                         self.check_tile(node, lane_addrs, m, operands)
@@ -70,7 +121,7 @@ class BlockWalker(WarpWalker):
                         self.check(node, lane_addrs, m)
             rows.append((node.pc + 16 * k, m, dst, src, operands))
         env["rep"] = 0
-        return [(node.info, rows, lane_rows, keys)]
+        return rows
 
     def block_addresses(self, node: Instr, first: int, count: int):
         """(addresses as (warps, count, 32), the same as rows of 32 lanes (warp w's j-th at w * count + j), the
@@ -98,20 +149,27 @@ class BlockWalker(WarpWalker):
         addrs = self.addresses(node, count)
         env["rep"] = 0
         bases = addrs[:, :, 0]
-        data = (addrs - bases[:, :, None]).tobytes()
-        size = WARP_SIZE * 8
+        offsets = addrs - bases[:, :, None]
         pool = self.offsets_pool
         if len(pool) > OFFSETS_POOL_LIMIT:
             pool.clear()
-        keys = []
-        at = 0
-        for warp_bases in bases.tolist():
-            warp_keys = []
-            for base in warp_bases:
-                pattern = data[at:at + size]
-                warp_keys.append((base, pool.setdefault(pattern, pattern)))
-                at += size
-            keys.append(warp_keys)
+        rows = offsets.reshape(-1, WARP_SIZE)
+        if (rows == rows[0]).all():  # one lane pattern in every warp and repeat (a tile's rows, say): made once
+            pattern = rows[0].tobytes()
+            pattern = pool.setdefault(pattern, pattern)
+            keys = [[(base, pattern) for base in warp_bases] for warp_bases in bases.tolist()]
+        else:
+            data = offsets.tobytes()
+            size = WARP_SIZE * 8
+            keys = []
+            at = 0
+            for warp_bases in bases.tolist():
+                warp_keys = []
+                for base in warp_bases:
+                    pattern = data[at:at + size]
+                    warp_keys.append((base, pool.setdefault(pattern, pattern)))
+                    at += size
+                keys.append(warp_keys)
         lane_rows = addrs.reshape(-1, WARP_SIZE)
         if key is not None:
             cache = self.kernel.address_cache

@@ -105,6 +105,7 @@ class Kernel:
     # streams' worked-out register names, predicate masks, asynchronous operands and address names, by node
     register_cache: dict = attrs.field(factory=dict, eq=False, repr=False)
     address_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # block walkers' block-invariant addresses
+    row_cache: dict = attrs.field(factory=dict, eq=False, repr=False)  # block walkers' instruction rows (see rows)
     # where the file reads its parameters: "launch.grid", "launch.block", ..., "buffer 'x'" -> parameter names
     param_uses: dict = attrs.field(factory=dict, eq=False, repr=False)
 

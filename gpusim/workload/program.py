@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from typing import Callable
 
 import attrs
@@ -263,7 +264,9 @@ class ProgramCompiler:
                                     f"(letters, digits, _ and {{expression}} placeholders)")
             for text in register_placeholders(reg):
                 self.templates[text] = self.expr(text, line, f"register '{reg}'")
-        return tuple(regs)
+        # interned: a warp's scoreboard (a dict by name) finds a register by identity, whichever instruction
+        # named it
+        return tuple(sys.intern(reg) for reg in regs)
 
     def instr(self, item: LineDict) -> Instr:
         self.check_keys(item, INSTR_KEYS, "an instruction")

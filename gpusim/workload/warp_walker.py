@@ -8,6 +8,8 @@ yields a Diverge: its two sides as walkers of their own, sharing the warp's live
 
 from __future__ import annotations
 
+import sys
+
 from typing import Iterator
 
 import numpy as np
@@ -41,7 +43,7 @@ def resolve_registers(names: tuple[str, ...], templates: dict, env: dict) -> tup
     for name in names:
         for text in register_placeholders(name):
             name = name.replace("{" + text + "}", str(_placeholder_value(templates[text], env)))
-        out.append(name)
+        out.append(sys.intern(name))  # (see Parser.registers)
     return tuple(out)
 
 
@@ -213,7 +215,7 @@ class WarpWalker:
                 lane_addrs = addrs[j]
                 if bulk:
                     self.check_tile(node, lane_addrs, m, operands)
-                elif m != FULL_MASK or self.check_all:
+                elif self.check_all:  # (else every lane passed addresses()' one check, the inactive ones too)
                     self.check(node, lane_addrs, m)
             out.append(WarpInst(info, warp, block, pc + 16 * k, m, dst, src, lane_addrs, None, operands))
         env["rep"] = 0
