@@ -8,7 +8,6 @@ full holds the load/store pipe (lg_throttle) until enough entries are free.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from typing import Any
 
 from .levels import LEVEL_BITS, LEVEL_MASK
@@ -18,38 +17,32 @@ class MshrTable:
     def __init__(self, limit: int, sectors_per_line: int):
         self.limit = limit
         # line -> one int: data ready << ready_shift | level << level_shift | mask of the sectors in flight
-        # (a tuple an entry was an allocation the garbage collector tracks, at every L1 miss)
+        # (a tuple an entry was an allocation the garbage collector tracks, at every L1 miss). An entry whose data
+        # is back is stale: every reader compares its cycle with the time, so stale entries are dropped in bulk
+        # (forget_returned), not one by one as they expire
         self.entries: dict[int, int] = {}
         self.level_shift: int = sectors_per_line
         self.ready_shift: int = sectors_per_line + LEVEL_BITS
         self.sectors: int = (1 << sectors_per_line) - 1
-        # the entries in completion order, as two lists side by side: the cycle each one's data is ready, its line;
-        # those before `head` have expired (dropped from the lists once they are half of them, as InstQueue does:
-        # no copy of what is left at every expiry)
+        # the cycle each miss's data is ready, in completion order (one per miss: a miss merged into an entry
+        # holds its own place until its data is back); those before `head` have expired (dropped from the list
+        # once they are half of it, as InstQueue does: no copy of what is left at every expiry)
         self.order_ready: list[int] = []
-        self.order_line: list[int] = []
         self.head: int = 0
         self.stalls = 0  # reservations that found the table full
 
     def reserve(self, needed: int, now: int) -> int:
         """Cycles the pipe must wait for `needed` entries (0 when enough are free). Entries are kept in
         completion order, so expired ones are dropped from the front."""
-        entries = self.entries
-        order_ready, order_line = self.order_ready, self.order_line
+        order_ready = self.order_ready
         head = self.head
         count = len(order_ready)
         if head < count and order_ready[head] <= now:
-            ready_shift = self.ready_shift
+            head += 1
             while head < count and order_ready[head] <= now:
-                t, line = order_ready[head], order_line[head]
-                key: Any = line  # compiled: boxed once for the dict operations below
-                entry = entries.get(key)
-                if entry is not None and entry >> ready_shift == t:  # (not since extended by a later miss)
-                    del entries[key]
                 head += 1
             if head >= 64 and 2 * head >= count:
                 del order_ready[:head]
-                del order_line[:head]
                 count -= head
                 head = 0
             self.head = head
@@ -72,21 +65,28 @@ class MshrTable:
             entries[key] = back << ready_shift | deepest << level_shift | inflight & self.sectors | mask
         else:
             entries[key] = ready << ready_shift | level << level_shift | mask
-        # into completion order: after the entries whose data is back no later (their order among equal cycles is
-        # immaterial: they expire together, and a full table's wait reads the cycles alone). Misses made later are
-        # mostly back later: scanned from the end, natively, a few steps at most; bisection beyond that
+            if len(entries) > 2 * self.limit + 64:
+                self.forget_returned(now)
+        # into completion order: after the misses whose data is back no later (their order among equal cycles is
+        # immaterial: they expire together, and a full table's wait reads the cycles alone); a binary search,
+        # natively (later misses are mostly back later: the end is tried first)
         order_ready = self.order_ready
-        at = len(order_ready)
-        steps = 0
-        while at > self.head and order_ready[at - 1] > ready:
-            at -= 1
-            steps += 1
-            if steps == 8:
-                at = bisect_right(order_ready, ready, self.head, at)
-                break
-        if at == len(order_ready):
+        high = len(order_ready)
+        if high == self.head or order_ready[high - 1] <= ready:
             order_ready.append(ready)
-            self.order_line.append(line)
-        else:
-            order_ready.insert(at, ready)
-            self.order_line.insert(at, line)
+            return
+        low = self.head
+        while low < high:
+            middle = (low + high) >> 1
+            if order_ready[middle] <= ready:
+                low = middle + 1
+            else:
+                high = middle
+        order_ready.insert(low, ready)
+
+    def forget_returned(self, now: int) -> None:
+        """Drop the entries whose data is back by `now` (stale: no reader takes them as in flight)."""
+        ready_shift = self.ready_shift
+        entries = self.entries
+        for line in [line for line, entry in entries.items() if entry >> ready_shift <= now]:
+            del entries[line]
