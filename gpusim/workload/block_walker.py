@@ -26,6 +26,17 @@ _RANDOM = ("<random>",)  # _row_names' answer for an instruction whose rows draw
 _PER_BLOCK = ("<per block>",)  # block_addresses' mark for an address that reads a per-block name (never cached)
 
 
+def _plain_values(env: dict, names: tuple[str, ...]) -> tuple | None:
+    """The values of `names` in `env`, None unless each is a plain number (a cache key's part)."""
+    if not names:
+        return ()
+    values = tuple([env.get(name) for name in names])
+    for value in values:
+        if type(value) is not int and type(value) is not float:
+            return None
+    return values
+
+
 def _row_names(node: Instr) -> tuple[str, ...]:
     """The names an instruction's rows depend on besides its repeat and lanes: those its predicate, register-name
     placeholders and operands read, less the ones the same in every block walker (sorted), or _RANDOM."""
@@ -80,9 +91,8 @@ class BlockWalker(WarpWalker):
             names = cache[id(node)] = _row_names(node)
         key = None
         if names is not _RANDOM:
-            env = self.env
-            values = tuple(env.get(name) for name in names)
-            if all(type(v) in (int, float) for v in values):
+            values = _plain_values(self.env, names)
+            if values is not None:
                 key = (id(node), mask, first, count, repeat, values)
                 hit = cache.get(key)
                 if hit is not None:
@@ -138,8 +148,8 @@ class BlockWalker(WarpWalker):
                 sorted(expr.names - _SAME_IN_EVERY_BLOCK))
             known[("address names", id(node))] = names
         if names is not _PER_BLOCK:
-            values = tuple(env.get(name) for name in names)
-            if all(type(v) in (int, float) for v in values):
+            values = _plain_values(env, names)
+            if values is not None:
                 key = (id(node), first, count, values)
                 hit = self.kernel.address_cache.get(key)
                 if hit is not None:
