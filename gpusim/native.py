@@ -51,6 +51,8 @@ COMPILED = (
     "gpusim/memory/l2_slice.py",
     "gpusim/memory/hierarchy.py",
     "gpusim/stats/counters.py",
+    "gpusim/workload/warp_walker.py",
+    "gpusim/workload/block_walker.py",
 )
 GROUP = "gpusim_native"  # the shared library mypyc builds for the group: gpusim_native__mypyc.<abi>.so
 STAMP = "_native_stamp.json"  # beside this file: the digest of each source as it was compiled

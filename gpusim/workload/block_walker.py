@@ -8,10 +8,12 @@ hash each pattern once.
 
 from __future__ import annotations
 
+from typing import Any, Iterator
+
 import numpy as np
 
 from ..isa.inst import InstQueue, WarpInst, deal
-from ..isa.opcodes import BULK, OpInfo
+from ..isa.opcodes import BULK
 from .expr import ExprError
 from .kernel import PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
 from .program import Instr
@@ -40,11 +42,12 @@ def _plain_values(env: dict, names: tuple[str, ...]) -> tuple | None:
 def _row_names(node: Instr) -> tuple[str, ...]:
     """The names an instruction's rows depend on besides its repeat and lanes: those its predicate, register-name
     placeholders and operands read, less the ones the same in every block walker (sorted), or _RANDOM."""
-    exprs = list(node.templates.values())
+    exprs: list[Any] = list(node.templates.values())
     if node.pred is not None:
         exprs.append(node.pred)
-    if node.operands is not None:
-        exprs += [e for e in node.operands.by_key().values() if e is not None]
+    operands: Any = node.operands
+    if operands is not None:
+        exprs += [e for e in operands.by_key().values() if e is not None]
     if any(e.uses_rand for e in exprs):
         return _RANDOM
     return tuple(sorted(set().union(*(e.names for e in exprs)) - _SAME_IN_EVERY_BLOCK))
@@ -55,17 +58,17 @@ class BlockWalker(WarpWalker):
     count or register name reads the warp's identity and every warp is full): addresses are evaluated for
     (warps, repeats, lanes) at once and each warp's instructions are handed out from a queue."""
 
-    def __init__(self, kernel: Kernel, block: int, offsets_pool: dict[bytes, bytes]):
+    def __init__(self, kernel: Kernel, block: int, offsets_pool: dict[bytes, bytes]) -> None:
         warps = kernel.launch.warps_per_block
-        self.offsets_pool = offsets_pool  # the kernel's streams' (see BlockStreams)
+        self.offsets_pool: dict[bytes, bytes] = offsets_pool  # the kernel's streams' (see BlockStreams)
         super().__init__(kernel, block, 0)
         self.env = kernel.base_env(block, np.arange(warps, dtype=np.int64)[:, None, None])
         self.address_shape = (warps,)
-        self.first_warp = block * warps
-        self.queues = [InstQueue() for _ in range(warps)]
-        self.items = self.run()
+        self.first_warp: int = block * warps
+        self.queues: list[InstQueue] = [InstQueue() for _ in range(warps)]
+        self.items: Iterator[Any] = self.run()
 
-    def simple(self, info: OpInfo, pc: int, mask: int):
+    def simple(self, info: Any, pc: int, mask: int) -> Any:
         return (info, pc, mask)
 
     def instr_chunk(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> list:
@@ -105,7 +108,7 @@ class BlockWalker(WarpWalker):
             cache[key] = rows
         return rows
 
-    def rows(self, node: Instr, mask: int, first: int, count: int, repeat: int, addrs, bulk: bool) -> list:
+    def rows(self, node: Instr, mask: int, first: int, count: int, repeat: int, addrs: Any, bulk: bool) -> list:
         """(pc, lanes, dst, src, operands) of repeats first .. first+count-1; with `addrs`, each row's active
         lanes' addresses checked (every warp's), in order."""
         env = self.env
@@ -133,14 +136,15 @@ class BlockWalker(WarpWalker):
         env["rep"] = 0
         return rows
 
-    def block_addresses(self, node: Instr, first: int, count: int):
+    def block_addresses(self, node: Instr, first: int, count: int) -> Any:
         """(addresses as (warps, count, 32), the same as rows of 32 lanes (warp w's j-th at w * count + j), the
         address keys per warp and row: (lane 0's address, every lane's offset from it as int64 bytes), one bytes
         object per pattern, shared through `offsets_pool`, so the memory model's memos hash each pattern once).
         An address that reads no per-block name (shared-memory tiles, for one) is the same in every block for the
         same loop indices: it is computed once per kernel and looked up after that."""
-        env, expr = self.env, node.addr
-        key = None
+        env = self.env
+        expr: Any = node.addr
+        key: Any = None
         known = self.kernel.register_cache
         names = known.get(("address names", id(node)))
         if names is None:  # the names it reads that change within a block, in a fixed order
@@ -191,7 +195,7 @@ class BlockWalker(WarpWalker):
     def refill(self) -> bool:
         """Generate the next chunk for every warp of the block; False when the program has ended."""
         try:
-            item = next(self.items, None)
+            item: Any = next(self.items, None)
         except ExprError as exc:
             raise WorkloadError(str(exc)) from None
         if item is None:

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import sys
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 from ..errors import shorten
 from ..isa.inst import WarpInst
-from ..isa.opcodes import BULK, OpInfo
+from ..isa.opcodes import BULK
 from .address_checks import bad_address, whole_addresses, why_outside, within_ranges
 from .control_masks import loop_masks, mask_to_bool, to_mask, uniform_int
-from .expr import Expr
 from .kernel import FULL_MASK, LANES, WARP_SIZE, Kernel
 from .program import (BRA_INFO, BSSY_INFO, BSYNC_INFO, EXIT_INFO, If, Instr, Loop, Reconverge, operand_values,
                       register_placeholders)
@@ -30,7 +29,7 @@ REPEAT_CHUNK = 256  # repeats whose addresses are evaluated together (bounds mem
 _ONE_WARP = (1, WARP_SIZE)  # the address shape of one warp's one instruction
 
 
-def _placeholder_value(expr: Expr, env: dict) -> int:
+def _placeholder_value(expr: Any, env: dict) -> int:
     value = expr(env)
     if isinstance(value, np.ndarray) or isinstance(value, float) and not value.is_integer():
         raise WorkloadError(f"{expr.where}: '{expr.text}' must be a whole number, the same for every lane")
@@ -53,7 +52,7 @@ _RANDOM = ("<random>",)  # _operand_names' answer for operands that draw random 
 def _operand_names(node: Instr) -> tuple[str, ...]:
     """The names an instruction's asynchronous operands and its mbarrier name's placeholders read (sorted), or
     _RANDOM."""
-    spec = node.operands
+    spec: Any = node.operands
     exprs = [e for e in spec.by_key().values() if e is not None]
     exprs += [node.templates[text] for text in register_placeholders(spec.barrier)]
     if any(e.uses_rand for e in exprs):
@@ -64,10 +63,10 @@ def _operand_names(node: Instr) -> tuple[str, ...]:
 class _LazyRegisters:
     """Register names resolved on demand (for templated instructions with very large repeats)."""
 
-    def __init__(self, node: Instr, env: dict):
+    def __init__(self, node: Instr, env: dict) -> None:
         self.node, self.env = node, env
 
-    def __getitem__(self, k: int):
+    def __getitem__(self, k: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         saved, self.env["rep"] = self.env["rep"], k
         try:
             return (resolve_registers(self.node.dst, self.node.templates, self.env),
@@ -82,7 +81,7 @@ class Diverge:
 
     __slots__ = ("then_stream", "else_stream")
 
-    def __init__(self, then_stream, else_stream):
+    def __init__(self, then_stream: Any, else_stream: Any) -> None:
         self.then_stream, self.else_stream = then_stream, else_stream
 
 
@@ -96,36 +95,43 @@ class _Live:
 
 
 class WarpWalker:
-    def __init__(self, kernel: Kernel, block: int, warp_in_block: int, its: bool = False):
-        self.kernel = kernel
-        self.block = block
+    def __init__(self, kernel: Kernel, block: int, warp_in_block: int, its: bool = False,
+                 side_of: WarpWalker | None = None) -> None:
+        """One warp's walker; `side_of`: the walker of a warp whose divergent branch this one walks a side of (its
+        own copy of the loop indices, the same lanes)."""
+        self.kernel: Kernel = kernel
+        self.block: int = block
+        self.check_all: bool = False
+        self.its: bool = its
+        self.address_shape: tuple[int, ...] = ()  # leading axes before (repeat, lane): a block walker adds the warp axis
+        if side_of is not None:
+            self.warp: int = side_of.warp
+            self.env: dict[str, Any] = dict(side_of.env)
+            self.state: _Live = side_of.state
+            return
         self.warp = block * kernel.launch.warps_per_block + warp_in_block
         self.env = kernel.base_env(block, warp_in_block)
         self.state = _Live(kernel.initial_mask(warp_in_block))
-        self.check_all = False
-        self.its = its
 
     @property
     def live(self) -> int:
         return self.state.mask
 
-    def side(self, nodes, mask: int) -> Iterator[WarpInst]:
+    def side(self, nodes: Any, mask: int) -> Iterator[Any]:
         """A walker for one side of a divergent branch: its own copy of the loop indices, the same lanes."""
-        clone = object.__new__(WarpWalker)
-        clone.kernel, clone.block, clone.warp, clone.state = self.kernel, self.block, self.warp, self.state
-        clone.env, clone.check_all, clone.its = dict(self.env), False, True
+        clone = WarpWalker(self.kernel, self.block, 0, True, self)
         return clone.walk([[nodes, 0, mask, None]])
 
-    def run(self) -> Iterator[WarpInst]:
+    def run(self) -> Iterator[Any]:
         yield from self.walk([[self.kernel.program, 0, self.state.mask, None]])
         if self.state.mask:
             yield self.simple(EXIT_INFO, self.kernel.exit_pc, self.state.mask)
 
-    def simple(self, info: OpInfo, pc: int, mask: int):
+    def simple(self, info: Any, pc: int, mask: int) -> Any:
         """A branch, reconvergence or exit instruction (no registers, no addresses)."""
         return WarpInst(info, self.warp, self.block, pc, mask, (), (), None)
 
-    def walk(self, stack) -> Iterator[WarpInst]:
+    def walk(self, stack: list) -> Iterator[Any]:
         """Instructions from one generator frame: nested bodies live on an explicit stack of
         [nodes, next index, mask, loop state] frames instead of nested generators (cheaper per instruction)."""
         env, state = self.env, self.state
@@ -182,7 +188,7 @@ class WarpWalker:
                     yield self.simple(EXIT_INFO, node.pc, exiting)
                     state.mask &= ~exiting
 
-    def instr_chunk(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> list[WarpInst]:
+    def instr_chunk(self, node: Instr, mask: int, first: int, count: int, repeat: int) -> list:
         """Repeats first .. first+count-1 of an instruction; addresses for all of them in one evaluation."""
         env = self.env
         info, pred, warp, block, pc = node.info, node.pred, self.warp, self.block, node.pc
@@ -221,7 +227,7 @@ class WarpWalker:
         env["rep"] = 0
         return out
 
-    def predicate(self, pred: Expr) -> int:
+    def predicate(self, pred: Any) -> int:
         """A predicate's lanes as a mask in this warp's environment: worked out once per predicate and values of
         the names it reads besides `lane` (the same lanes in every warp), where those are plain numbers and
         nothing is drawn at random ("lane == 0" under a loop index, say)."""
@@ -242,7 +248,7 @@ class WarpWalker:
             cache[key] = found
         return found
 
-    def operands(self, node: Instr):
+    def operands(self, node: Instr) -> Any:
         """An asynchronous instruction's operands in this warp's environment (with `rep` set): whole numbers the
         same for every lane, and the mbarrier's name with its placeholders resolved. Worked out once per node and
         values of the names they read (a producer's ring stage, a consumer's phase), where those are plain
@@ -267,10 +273,11 @@ class WarpWalker:
             cache[key] = found
         return found
 
-    def _operands(self, node: Instr):
-        spec, env = node.operands, self.env
+    def _operands(self, node: Instr) -> Any:
+        spec: Any = node.operands
+        env = self.env
 
-        def uniform(e: Expr):
+        def uniform(e: Any) -> Any:
             value = e(env)
             if isinstance(value, np.ndarray):
                 if value.size and (value == value.flat[0]).all():
@@ -282,7 +289,7 @@ class WarpWalker:
         barrier = resolve_registers((spec.barrier,), node.templates, env)[0] if "{" in spec.barrier else spec.barrier
         return operand_values(exprs, barrier, uniform, spec.where)
 
-    def check_tile(self, node: Instr, addrs: np.ndarray, mask: int, operands) -> None:
+    def check_tile(self, node: Instr, addrs: Any, mask: int, operands: Any) -> None:
         """A bulk (TMA) copy: each active lane copies one tile of `rows` rows of bytes / rows bytes, `pitch` apart,
         from its address: 16-byte aligned (the TMA's rule for addresses, row sizes and strides) and inside one
         global buffer."""
@@ -302,7 +309,7 @@ class WarpWalker:
                 bad_address(node, why_outside(ranges, address, extent, "global").replace(
                     f"({extent}-byte access)", f"(a {extent:,}-byte tile)"))
 
-    def registers(self, node: Instr, repeat: int) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    def registers(self, node: Instr, repeat: int) -> Any:
         """Resolved register names for each repeat, cached by the values of the other names they read."""
         env = self.env
         # Key by the values the placeholders take (8 keys for "f{i % 8}", not one per i); placeholders that read
@@ -327,11 +334,10 @@ class WarpWalker:
             cache[key] = hit
         return hit
 
-    address_shape = ()  # leading axes before (repeat, lane): a block walker adds the warp axis
-
-    def addresses(self, node: Instr, repeat: int) -> np.ndarray:
+    def addresses(self, node: Instr, repeat: int) -> Any:
         """Addresses as a (..., repeat, 32) int64 array; full-warp accesses are checked here in one pass."""
-        value = node.addr(self.env)
+        expr: Any = node.addr
+        value = expr(self.env)
         shape = self.address_shape + (repeat, WARP_SIZE)
         if type(value) is np.ndarray and value.shape == shape:
             addrs = value
@@ -349,7 +355,7 @@ class WarpWalker:
             ranges, int(addrs.min()), int(addrs.max()) + node.info.width)
         return addrs
 
-    def check(self, node: Instr, addrs: np.ndarray, mask: int) -> None:
+    def check(self, node: Instr, addrs: Any, mask: int) -> None:
         active = addrs if mask == FULL_MASK else addrs[mask_to_bool(mask)]
         if not active.size:
             return
@@ -360,13 +366,14 @@ class WarpWalker:
         if misaligned.any():
             bad = int(active[np.nonzero(misaligned)[0][0]])
             bad_address(node, f"address {bad} is not aligned to the {width}-byte access width")
-        ranges = self.kernel.address_ranges.get(node.info.space)
+        space: Any = node.info.space
+        ranges = self.kernel.address_ranges.get(space)
         if ranges is not None and not within_ranges(ranges, int(active.min()), int(active.max()) + width):
             bases, ends, names = ranges
             if not len(bases):  # no buffer of this space at all: every address is outside
-                bad_address(node, why_outside(ranges, int(active[0]), width, node.info.space))
+                bad_address(node, why_outside(ranges, int(active[0]), width, space))
             index = np.searchsorted(np.asarray(bases, dtype=np.int64), active, side="right") - 1
             outside = (index < 0) | (active + width > np.asarray(ends, dtype=np.int64)[np.maximum(index, 0)])
             if outside.any():
-                bad_address(node, why_outside(ranges, int(active[outside][0]), width, node.info.space))
+                bad_address(node, why_outside(ranges, int(active[outside][0]), width, space))
 
