@@ -43,7 +43,8 @@ class CustomBuildHook(BuildHookInterface):
             done = subprocess.run([sys.executable, "-c", _SETUP, target, native["GROUP"], *native["COMPILED"]],
                                   cwd=root, capture_output=True, text=True)
         if done.returncode != 0:
-            last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            last = [line for line in lines if ": error:" in line][:1] or lines[-1:] or ["no output"]  # (not a warning)
             self.app.display_warning(f"gpusim: compiling the engine with mypyc failed ({last[0][:200]}); "
                                      "installing the interpreted engine (same results, slower)")
             return

@@ -53,6 +53,7 @@ COMPILED = (
     "gpusim/stats/counters.py",
     "gpusim/workload/warp_walker.py",
     "gpusim/workload/block_walker.py",
+    "gpusim/workload/expr_closures.py",
 )
 GROUP = "gpusim_native"  # the shared library mypyc builds for the group: gpusim_native__mypyc.<abi>.so
 STAMP = "_native_stamp.json"  # beside this file: the digest of each source as it was compiled

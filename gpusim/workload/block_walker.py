@@ -50,7 +50,7 @@ def _row_names(node: Instr) -> tuple[str, ...]:
         exprs += [e for e in operands.by_key().values() if e is not None]
     if any(e.uses_rand for e in exprs):
         return _RANDOM
-    return tuple(sorted(set().union(*(e.names for e in exprs)) - _SAME_IN_EVERY_BLOCK))
+    return tuple(sorted(set().union(*[e.names for e in exprs]) - _SAME_IN_EVERY_BLOCK))
 
 
 class BlockWalker(WarpWalker):

@@ -9,6 +9,7 @@ warp (MEMO_KEY in the environment holds the cache); SEED_KEY holds the run's --s
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 import numpy as np
 
@@ -79,11 +80,11 @@ def bits_of(v) -> int:
 def _fast_leaf(name: str, bits: int):
     """A name's value, if it is a signed integer below 2**bits in magnitude; else BeyondLimit."""
     bound = 1 << bits if bits >= 0 else 0
-    last = None  # the array this name held last time, within the limit (a warp reads the same one again)
+    last: Any = None  # the array this name held last time, within the limit (a warp reads the same one again)
 
-    def leaf(env):
+    def leaf(env: Any) -> Any:
         nonlocal last
-        v = env[name]
+        v: Any = env[name]
         kind = type(v)
         if kind is int:
             if -bound < v < bound:
@@ -111,7 +112,7 @@ def _checked_leaf(name: str):
     return leaf
 
 
-def build(node: Node, checked: bool, limits: dict[str, int] | None = None):
+def build(node: Node, checked: bool, limits: Any = None) -> Any:
     """Closures computing `node` for an env: plain numpy operations, or (checked) each result verified."""
     kind = node.kind
     if kind == CONST:
@@ -156,12 +157,13 @@ def _build_bin(node: Node, checked: bool, limits):
     return lambda env: op(left(env), right(env))
 
 
-def _build_unary(op: type, operand, checked: bool):
+def _build_unary(op: Any, operand: Any, checked: bool) -> Any:
     if op is ast.UAdd:
         return operand
     if op is ast.USub and not checked:
         return lambda env: -operand(env)
-    fn = (CHECKED_UNARY_OPS if checked else UNARY_OPS)[op]
+    table: Any = CHECKED_UNARY_OPS if checked else UNARY_OPS
+    fn = table[op]
     return lambda env: fn(operand(env))
 
 

@@ -57,7 +57,7 @@ def _operand_names(node: Instr) -> tuple[str, ...]:
     exprs += [node.templates[text] for text in register_placeholders(spec.barrier)]
     if any(e.uses_rand for e in exprs):
         return _RANDOM
-    return tuple(sorted(set().union(*(e.names for e in exprs))))
+    return tuple(sorted(set().union(*[e.names for e in exprs])))
 
 
 class _LazyRegisters:
