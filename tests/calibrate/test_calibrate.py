@@ -131,8 +131,10 @@ def test_a_malformed_sustained_clock_row_is_the_results_files_one_line_error(tmp
     proc = _cli("calibrate", "--from", str(results), "--base", "h100", "-o", str(tmp_path / "out.yaml"))
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     line = proc.stderr.strip()
-    assert len(line.splitlines()) == 1 and "bad.json: runs[0].sm_clock_mhz_sustained_wgmma_fp16.random_operands: " \
-        f"expected a clock in MHz (a positive number), got {shown}" in line
+    # (the file's name as the error shows it: quoted, and shortened in the middle, where the path is long)
+    assert len(line.splitlines()) == 1 and "bad.json" in line
+    assert "runs[0].sm_clock_mhz_sustained_wgmma_fp16.random_operands: expected a clock in MHz (a positive number), " \
+        f"got {shown}" in line
 
 
 # --- the made-up part: the engine reproduces what calibrate set --------------------------------------------------
