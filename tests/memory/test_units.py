@@ -14,6 +14,7 @@ from gpusim.memory.l1 import L1
 from gpusim.memory.l2_slice import L2Slice
 from gpusim.memory.l2_tags import line_hash
 from gpusim.memory.levels import DRAM, L2, L2_IN_FLIGHT
+from gpusim.memory.mshr import MshrTable
 from gpusim.memory.sm_port import SmPort
 
 SECTOR_COUNT = [m.bit_count() for m in range(16)]  # sectors set in a 4-sector line mask, by mask
@@ -86,6 +87,32 @@ def test_an_l1_merges_with_its_misses_in_flight_and_reports_what_it_missed():
     l1.cache.fill(101, FULL)
     l1.look_up(101, ((0, FULL),), now=20, ready=53, allocate=True, count=SECTOR_COUNT)
     assert l1.sector_hits == 4 and l1.missing == []
+
+
+def test_an_mshr_entry_stays_in_flight_for_a_request_queued_behind_a_later_one():
+    # sub-partitions reach the L1 with their own queues' start cycles, not in time order: one at 1,000 frees the
+    # entries back by then, and a request another one queued for 900 still meets a line due back at 950
+    l1 = L1(4 * 128, 128, 32, 4, 8, 30)
+    l1.mshrs.add(100, FULL, 950, DRAM, 0)
+    assert l1.mshrs.reserve(1, 1000) == 0
+    ready = l1.look_up(100, ((0, FULL),), now=900, ready=933, allocate=True, count=SECTOR_COUNT)
+    assert ready == 950 and l1.missing == [] and l1.merged == 4
+    ready = l1.look_up(100, ((0, FULL),), now=960, ready=993, allocate=True, count=SECTOR_COUNT)
+    assert ready == 993 and l1.missing == [100]  # back by 960: no longer in flight (and not yet filled)
+
+
+def test_an_mshr_table_waits_for_the_entry_that_frees_room_and_forgets_returned_entries():
+    table = MshrTable(4, 4)
+    for line, ready in ((1, 500), (2, 300), (3, 400), (4, 600)):
+        table.add(line, FULL, ready, DRAM, 0)
+    assert table.order_ready[table.head:] == [300, 400, 500, 600]  # completion order
+    assert table.reserve(1, 100) == 200  # full: the first to come back frees one at 300
+    assert table.reserve(2, 100) == 300 and table.stalls == 2
+    assert table.reserve(2, 450) == 0  # two are back by then
+    for line in range(10, 100):  # stale entries are dropped in bulk, so the table stays bounded
+        table.reserve(1, 1000 * line)
+        table.add(line, FULL, 1000 * line + 10, DRAM, 1000 * line)
+    assert len(table.entries) <= 2 * table.limit + 64 + 1 and len(table.order_ready) < 128
 
 
 def test_an_l1_data_stage_passes_one_wavefront_a_clock():
