@@ -240,11 +240,13 @@ class MemoryHierarchy:
         if missing:
             table, port, cache = l1.mshrs, self.ports[sm], l1.cache
             busy += table.reserve(len(missing), now)
+            horizon = self.horizon  # no later request before it (see _l2_access); -1: not driven by a clock
+            floor = now if horizon < 0 or horizon > now else int(horizon)
             for k in range(len(missing)):
                 line, mask = missing[k], missing_sectors[k]
                 leave = port.send(count[mask] * self.sector, now)
                 t, lvl = self._l2_access(line, mask, leave, write=False)
-                table.add(line, mask, t, lvl, now)
+                table.add(line, mask, t, lvl, now, floor)
                 if allocate:
                     cache.fill(line, mask)
                 if t > ready:

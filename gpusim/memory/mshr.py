@@ -21,6 +21,7 @@ class MshrTable:
         # is back is stale: every reader compares its cycle with the time, so stale entries are dropped in bulk
         # (forget_returned), not one by one as they expire
         self.entries: dict[int, int] = {}
+        self.forget_at: int = 2 * limit + 64  # entries at which the stale ones are dropped
         self.level_shift: int = sectors_per_line
         self.ready_shift: int = sectors_per_line + LEVEL_BITS
         self.sectors: int = (1 << sectors_per_line) - 1
@@ -53,8 +54,9 @@ class MshrTable:
         wait = order_ready[head + min(live - 1, live + needed - self.limit - 1)] - now
         return wait if wait > 0 else 0
 
-    def add(self, line: int, mask: int, ready: int, level: int, now: int) -> None:
-        """A miss at `now` on the `mask` sectors of `line`: their data arrives at `ready` from `level`."""
+    def add(self, line: int, mask: int, ready: int, level: int, now: int, floor: int) -> None:
+        """A miss at `now` on the `mask` sectors of `line`: their data arrives at `ready` from `level`. `floor`:
+        no later request comes before it (the entries back by then are stale for good)."""
         entries = self.entries
         ready_shift, level_shift = self.ready_shift, self.level_shift
         key: Any = line  # compiled: boxed once for the dict, not once each operation
@@ -65,8 +67,8 @@ class MshrTable:
             entries[key] = back << ready_shift | deepest << level_shift | inflight & self.sectors | mask
         else:
             entries[key] = ready << ready_shift | level << level_shift | mask
-            if len(entries) > 2 * self.limit + 64:
-                self.forget_returned(now)
+            if len(entries) > self.forget_at:
+                self.forget_returned(floor)
         # into completion order: after the misses whose data is back no later (their order among equal cycles is
         # immaterial: they expire together, and a full table's wait reads the cycles alone); a binary search,
         # natively (later misses are mostly back later: the end is tried first)
@@ -84,9 +86,11 @@ class MshrTable:
                 high = middle
         order_ready.insert(low, ready)
 
-    def forget_returned(self, now: int) -> None:
-        """Drop the entries whose data is back by `now` (stale: no reader takes them as in flight)."""
+    def forget_returned(self, floor: int) -> None:
+        """Drop the entries whose data is back by `floor`, before which no request comes any more (stale: no
+        reader takes them as in flight); drop again once the table has twice what is left, and some."""
         ready_shift = self.ready_shift
         entries = self.entries
-        for line in [line for line, entry in entries.items() if entry >> ready_shift <= now]:
+        for line in [line for line, entry in entries.items() if entry >> ready_shift <= floor]:
             del entries[line]
+        self.forget_at = max(2 * self.limit, 2 * len(entries)) + 64

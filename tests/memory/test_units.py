@@ -80,7 +80,7 @@ def test_an_l1_merges_with_its_misses_in_flight_and_reports_what_it_missed():
     l1 = L1(4 * 128, 128, 32, 4, 8, 30)
     ready = l1.look_up(100, ((0, 0b0011), (1, FULL)), now=0, ready=33, allocate=True, count=SECTOR_COUNT)
     assert ready == 33 and l1.missing == [100, 101] and l1.missing_sectors == [0b0011, FULL]
-    l1.mshrs.add(100, 0b0011, 400, DRAM, 0)  # the first line's sectors are in flight until 400
+    l1.mshrs.add(100, 0b0011, 400, DRAM, 0, 0)  # the first line's sectors are in flight until 400
     ready = l1.look_up(100, ((0, 0b0111),), now=10, ready=43, allocate=True, count=SECTOR_COUNT)
     assert ready == 400 and l1.merged == 2  # its two sectors in flight: not before they arrive
     assert l1.missing == [100] and l1.missing_sectors == [0b0100]  # the third is its own miss
@@ -93,7 +93,7 @@ def test_an_mshr_entry_stays_in_flight_for_a_request_queued_behind_a_later_one()
     # sub-partitions reach the L1 with their own queues' start cycles, not in time order: one at 1,000 frees the
     # entries back by then, and a request another one queued for 900 still meets a line due back at 950
     l1 = L1(4 * 128, 128, 32, 4, 8, 30)
-    l1.mshrs.add(100, FULL, 950, DRAM, 0)
+    l1.mshrs.add(100, FULL, 950, DRAM, 0, 0)
     assert l1.mshrs.reserve(1, 1000) == 0
     ready = l1.look_up(100, ((0, FULL),), now=900, ready=933, allocate=True, count=SECTOR_COUNT)
     assert ready == 950 and l1.missing == [] and l1.merged == 4
@@ -104,15 +104,15 @@ def test_an_mshr_entry_stays_in_flight_for_a_request_queued_behind_a_later_one()
 def test_an_mshr_table_waits_for_the_entry_that_frees_room_and_forgets_returned_entries():
     table = MshrTable(4, 4)
     for line, ready in ((1, 500), (2, 300), (3, 400), (4, 600)):
-        table.add(line, FULL, ready, DRAM, 0)
+        table.add(line, FULL, ready, DRAM, 0, 0)
     assert table.order_ready[table.head:] == [300, 400, 500, 600]  # completion order
     assert table.reserve(1, 100) == 200  # full: the first to come back frees one at 300
     assert table.reserve(2, 100) == 300 and table.stalls == 2
     assert table.reserve(2, 450) == 0  # two are back by then
     for line in range(10, 100):  # stale entries are dropped in bulk, so the table stays bounded
         table.reserve(1, 1000 * line)
-        table.add(line, FULL, 1000 * line + 10, DRAM, 1000 * line)
-    assert len(table.entries) <= 2 * table.limit + 64 + 1 and len(table.order_ready) < 128
+        table.add(line, FULL, 1000 * line + 10, DRAM, 1000 * line, 1000 * line)
+    assert len(table.entries) <= table.forget_at + 1 and len(table.order_ready) < 128
 
 
 def test_an_l1_data_stage_passes_one_wavefront_a_clock():
