@@ -257,6 +257,22 @@ def test_block_invariant_addresses_are_computed_once_per_kernel():
             assert b.addrs.base is not a.addrs.base
 
 
+@pytest.mark.fast
+def test_a_loop_trips_instruction_rows_are_made_once_per_kernel():
+    """A chunk's rows (pc, lanes, registers, operands) depend on the loop indices, not the block: the second block
+    reuses the first one's (the same register-name tuples), its global addresses its own."""
+    kernel = load_workload(ROOT / "workloads/gemm_tile128.yaml", {"M": 256, "N": 256, "K": 128})
+    streams = BlockStreams(kernel)
+    first, second = ([list(streams(block, w)) for w in range(kernel.launch.warps_per_block)] for block in (0, 1))
+    assert kernel.row_cache
+    differ = 0
+    for a, b in zip(first[1], second[1]):
+        assert (a.pc, a.mask) == (b.pc, b.mask) and a.dst is b.dst and a.src is b.src
+        if a.info.space == "global":
+            differ += a.addrs.tolist() != b.addrs.tolist()
+    assert differ  # (B's and C's tiles; both blocks read the same rows of A)
+
+
 def _instr_nodes(program):
     from gpusim.workload.program import walk_instrs
 
