@@ -445,20 +445,30 @@ def table_published(opts) -> str:
     return out
 
 
+def _published_table():
+    """validation/published.py as a module: the table's own loader and unit names."""
+    import importlib.util
+
+    name = "validation_published"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "validation/published.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # (its dataclasses look their module up there)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def _published_not_simulated() -> str:
     """The table's published numbers no row simulates (validation/published.yaml, not_simulated:) and why."""
-    import yaml  # (a dependency of gpusim itself)
-
-    doc = yaml.safe_load((ROOT / "validation/published.yaml").read_text()) or {}
-    entries = doc.get("not_simulated") or []
+    table = _published_table()
+    _rows, entries = table.load_rows(table.TABLE)
     if not entries:
         return ""
-    units = {"tflops": "TFLOP/s", "gbs": "GB/s", "time_us": "us", "latency_cycles": "cycles"}  # published.py's
 
     def number(e) -> str:
         value = e.get("published")
         shown = f"{value:,}" if isinstance(value, (int, float)) else str(value if value is not None else "-")
-        return f"{shown} {units.get(e.get('metric'), '')}".strip()
+        return f"{shown} {table.UNITS.get(e.get('metric'), '')}".strip()
 
     rows = [[f"`{e['id']}`", e.get("arch", ""), number(e), _md(" ".join(str(e.get("reason", "")).split()))]
             for e in entries]

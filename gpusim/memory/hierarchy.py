@@ -240,8 +240,7 @@ class MemoryHierarchy:
         if missing:
             table, port, cache = l1.mshrs, self.ports[sm], l1.cache
             busy += table.reserve(len(missing), now)
-            horizon = self.horizon  # no later request before it (see _l2_access); -1: not driven by a clock
-            floor = now if horizon < 0 or horizon > now else int(horizon)
+            floor = self.earliest_request(now)
             for k in range(len(missing)):
                 line, mask = missing[k], missing_sectors[k]
                 leave = port.send(count[mask] * self.sector, now)
@@ -372,6 +371,12 @@ class MemoryHierarchy:
         Counted nowhere until evicted: then as the write-backs they are."""
         warm_fill(self.l2_caches(), dirty_fraction)
 
+    def earliest_request(self, now: int) -> int:
+        """The earliest cycle a request made from now on can be made at: the GPU clock's horizon, or `now` itself
+        where no clock drives the hierarchy (what is back by then is stale for good)."""
+        horizon = self.horizon
+        return now if horizon < 0 or horizon > now else int(horizon)
+
     def _l2_access(self, line: int, mask: int, now: int, write: bool, atomic: int = 0) -> tuple[int, int]:
         """Serve the masked sectors of one line at its L2 slice; return (cycle the data is back, level).
         `atomic`: the updates to the line's hottest address (they serialize at the slice), 0 for no atomic."""
@@ -381,8 +386,7 @@ class MemoryHierarchy:
         t, level = l2.access(line, h, mask, now, write, atomic, self.recent_window)
         missing = l2.missing
         shadow = self.shadow
-        horizon = self.horizon
-        floor = now if horizon < 0 or horizon > now else int(horizon)
+        floor = self.earliest_request(now)
         if shadow is not None:
             shadow.access(index, line, mask, l2.inflight, write, atomic, now, t, missing, floor)
         if missing and not (write and not atomic):

@@ -17,14 +17,13 @@ from ..isa.opcodes import BULK
 from .expr import ExprError
 from .kernel import PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
 from .program import Instr
-from .warp_walker import WarpWalker
+from .warp_walker import _RANDOM, WarpWalker  # (_RANDOM: also _row_names' answer for rows drawn at random)
 from .yamlio import WorkloadError
 
 ADDRESS_CACHE_LIMIT = 1024  # block-invariant address chunks kept per kernel
 OFFSETS_POOL_LIMIT = 4096  # distinct lane-offset patterns kept per kernel's streams
 ROW_CACHE_LIMIT = 4096  # instruction-row chunks kept per kernel
 _SAME_IN_EVERY_BLOCK = WARP_IN_BLOCK | {"lane", "rep"}  # a block walker's arrays for these never change
-_RANDOM = ("<random>",)  # _row_names' answer for an instruction whose rows draw random numbers (never cached)
 _PER_BLOCK = ("<per block>",)  # block_addresses' mark for an address that reads a per-block name (never cached)
 
 

@@ -9,7 +9,6 @@ yields a Diverge: its two sides as walkers of their own, sharing the warp's live
 from __future__ import annotations
 
 import sys
-
 from typing import Any, Iterator
 
 import numpy as np
