@@ -345,6 +345,40 @@ def test_one_sm_reads_l2_no_faster_than_its_port(tmp_path):
     assert per_clock >= 0.6 * spec.memory.l2.sm_bytes_per_clock
 
 
+MSHR_BOUND = """kernel: mshr_bound
+description: every lane of 32 warps loads 16 bytes of lines no one else reads, 64 times, nothing between the loads
+params: {reps: 64}
+buffers:
+  buf: {bytes: 32 * 1024 * 16 * reps}
+launch: {grid: [1], block: [1024], registers_per_thread: 32}
+program:
+  - {op: LDG.E.128, dst: "v{rep % 8}", repeat: reps, addr: "buf + (rep * 1024 + tid) * 16"}
+"""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_an_sm_keeps_no_more_lines_in_flight_than_its_mshrs(tmp_path, arch):
+    """One SM streams loads of lines nobody else reads: every line is a miss holding an MSHR entry until its data
+    is back, no sooner than the L2's latency. By Little's law the lines it can fetch in C cycles are at most
+    mshrs x (C / latency + 1); with 32 entries and with 64 the run stays below that bound, the table fills, and the
+    smaller table is never the faster (on a T4 one SM's share of the DRAM bounds both)."""
+    import attrs
+
+    spec = gpusim.load_arch(arch)
+    cycles = {}
+    for mshrs in (32, 64):
+        small = attrs.evolve(spec, memory=attrs.evolve(spec.memory, l1=attrs.evolve(spec.memory.l1, mshrs=mshrs)))
+        result = run(_kernel(tmp_path, MSHR_BOUND), small, sms=1, sample="off")
+        m = result.metrics
+        assert not violations(m, small), violations(m, small)
+        lines = m["gpusim__l1_to_l2_bytes"] / spec.memory.l1.line_bytes
+        assert lines == 32 * 64 * 4  # every 512-byte warp access is four lines, each fetched once
+        assert lines <= mshrs * (m["gpu_sim_cycle"] / spec.memory.l2.hit_latency + 1), (mshrs, m["gpu_sim_cycle"])
+        assert m["gpusim__mshr_full_events"] > 0
+        cycles[mshrs] = m["gpu_sim_cycle"]
+    assert cycles[32] >= cycles[64]
+
+
 CACHE_SENSITIVE = """kernel: cache_sensitive
 description: each warp re-reads its own 12 KiB; 32 warps overflow the L1, 16 fit
 params: {ws: 12288, reps: 16, regs: 32}
