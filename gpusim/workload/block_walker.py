@@ -17,7 +17,7 @@ from ..isa.opcodes import BULK
 from .expr import ExprError
 from .kernel import PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
 from .program import Instr
-from .warp_walker import _RANDOM, WarpWalker  # (_RANDOM: also _row_names' answer for rows drawn at random)
+from .warp_walker import DRAWN_AT_RANDOM, WarpWalker
 from .yamlio import WorkloadError
 
 ADDRESS_CACHE_LIMIT = 1024  # block-invariant address chunks kept per kernel
@@ -40,7 +40,7 @@ def _plain_values(env: dict, names: tuple[str, ...]) -> tuple | None:
 
 def _row_names(node: Instr) -> tuple[str, ...]:
     """The names an instruction's rows depend on besides its repeat and lanes: those its predicate, register-name
-    placeholders and operands read, less the ones the same in every block walker (sorted), or _RANDOM."""
+    placeholders and operands read, less the ones the same in every block walker (sorted), or DRAWN_AT_RANDOM."""
     exprs: list[Any] = list(node.templates.values())
     if node.pred is not None:
         exprs.append(node.pred)
@@ -48,7 +48,7 @@ def _row_names(node: Instr) -> tuple[str, ...]:
     if operands is not None:
         exprs += [e for e in operands.by_key().values() if e is not None]
     if any(e.uses_rand for e in exprs):
-        return _RANDOM
+        return DRAWN_AT_RANDOM
     return tuple(sorted(set().union(*[e.names for e in exprs]) - _SAME_IN_EVERY_BLOCK))
 
 
@@ -92,7 +92,7 @@ class BlockWalker(WarpWalker):
         if names is None:
             names = cache[id(node)] = _row_names(node)
         key = None
-        if names is not _RANDOM:
+        if names is not DRAWN_AT_RANDOM:
             values = _plain_values(self.env, names)
             if values is not None:
                 key = (id(node), mask, first, count, repeat, values)

@@ -45,17 +45,19 @@ def resolve_registers(names: tuple[str, ...], templates: dict, env: dict) -> tup
     return tuple(out)
 
 
-_RANDOM = ("<random>",)  # _operand_names' answer for operands that draw random numbers (never cached)
+# what _operand_names (and the block walker's _row_names) answer for operands or rows that draw random numbers
+# (never cached)
+DRAWN_AT_RANDOM = ("<random>",)
 
 
 def _operand_names(node: Instr) -> tuple[str, ...]:
     """The names an instruction's asynchronous operands and its mbarrier name's placeholders read (sorted), or
-    _RANDOM."""
+    DRAWN_AT_RANDOM."""
     spec: Any = node.operands
     exprs = [e for e in spec.by_key().values() if e is not None]
     exprs += [node.templates[text] for text in register_placeholders(spec.barrier)]
     if any(e.uses_rand for e in exprs):
-        return _RANDOM
+        return DRAWN_AT_RANDOM
     return tuple(sorted(set().union(*[e.names for e in exprs])))
 
 
@@ -102,7 +104,8 @@ class WarpWalker:
         self.block: int = block
         self.check_all: bool = False
         self.its: bool = its
-        self.address_shape: tuple[int, ...] = ()  # leading axes before (repeat, lane): a block walker adds the warp axis
+        # leading axes before (repeat, lane): a block walker adds the warp axis
+        self.address_shape: tuple[int, ...] = ()
         if side_of is not None:
             self.warp: int = side_of.warp
             self.env: dict[str, Any] = dict(side_of.env)
@@ -258,7 +261,7 @@ class WarpWalker:
             names = _operand_names(node)
             cache[("operand names", id(node))] = names
         key = None
-        if names != _RANDOM:
+        if names != DRAWN_AT_RANDOM:
             values = tuple(self.env.get(name) for name in names)
             if all(type(v) is int for v in values):
                 key = ("operands", id(node), values)
