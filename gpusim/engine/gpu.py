@@ -225,13 +225,17 @@ class GPU:
                         progress(blocks, now, insts)
                 return False
 
-        # The engine makes millions of short-lived, acyclic objects; collecting cycles less often saves time.
-        thresholds = gc.get_threshold()
-        gc.set_threshold(100_000, 50, 100)
+        # The engine makes millions of short-lived, acyclic objects and no garbage cycles while it runs (what the
+        # collector finds after a run is the GPU's own structure, the same whatever the run's length), so the
+        # cycle collector is off while it runs: each of its passes would only walk every SM's state, and on a
+        # busy GPU that state is larger than the host's caches (validation/results/host-counts.json).
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             self.clock(poll)
         finally:
-            gc.set_threshold(*thresholds)
+            if collecting:
+                gc.enable()
         cycles = self.end_cycle
         if stopped:
             cycles = stopped[0]

@@ -2,8 +2,10 @@
 
 Addresses are evaluated for (warps, repeats, lanes) together; each warp's instructions are dealt into its own
 queue, a chunk at a time as the warps consume them. An address that reads no per-block name is computed once
-per kernel and looked up after that, and lane-offset patterns are shared objects, so the memory model's memos
-hash each pattern once.
+per kernel and looked up after that; one that reads per-block names is computed for BLOCK_BATCH blocks of
+consecutive indices at once (blocks as one more array axis: they start together and reach the same loop trip at
+about the same time), and each block takes its share. Lane-offset patterns are shared objects, so the memory
+model's memos hash each pattern once.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import numpy as np
 
 from ..isa.inst import InstQueue, WarpInst, deal
 from ..isa.opcodes import BULK
-from .expr import ExprError
+from .address_checks import within_ranges
+from .expr import MEMO_KEY, ExprError
 from .kernel import PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
 from .program import Instr
 from .warp_walker import DRAWN_AT_RANDOM, WarpWalker
@@ -23,8 +26,11 @@ from .yamlio import WorkloadError
 ADDRESS_CACHE_LIMIT = 1024  # block-invariant address chunks kept per kernel
 OFFSETS_POOL_LIMIT = 4096  # distinct lane-offset patterns kept per kernel's streams
 ROW_CACHE_LIMIT = 4096  # instruction-row chunks kept per kernel
+BLOCK_BATCH = 16  # blocks whose per-block addresses are evaluated together (consecutive indices)
+BATCH_CACHE_LIMIT = 512  # batches of per-block addresses kept per kernel's streams (each freed once its blocks took it)
 _SAME_IN_EVERY_BLOCK = WARP_IN_BLOCK | {"lane", "rep"}  # a block walker's arrays for these never change
 _PER_BLOCK = ("<per block>",)  # block_addresses' mark for an address that reads a per-block name (never cached)
+_UNBATCHED = ("<unbatched>",)  # batched_addresses' mark for an address evaluated block by block (random, or refused)
 
 
 def _plain_values(env: dict, names: tuple[str, ...]) -> tuple | None:
@@ -57,9 +63,10 @@ class BlockWalker(WarpWalker):
     count or register name reads the warp's identity and every warp is full): addresses are evaluated for
     (warps, repeats, lanes) at once and each warp's instructions are handed out from a queue."""
 
-    def __init__(self, kernel: Kernel, block: int, offsets_pool: dict[bytes, bytes]) -> None:
+    def __init__(self, kernel: Kernel, block: int, offsets_pool: dict[bytes, bytes], batches: dict) -> None:
         warps = kernel.launch.warps_per_block
         self.offsets_pool: dict[bytes, bytes] = offsets_pool  # the kernel's streams' (see BlockStreams)
+        self.batches: dict = batches  # the kernel's streams' batches of per-block addresses (see batched_addresses)
         super().__init__(kernel, block, 0)
         self.env = kernel.base_env(block, np.arange(warps, dtype=np.int64)[:, None, None])
         self.address_shape = (warps,)
@@ -92,7 +99,7 @@ class BlockWalker(WarpWalker):
         if names is None:
             names = cache[id(node)] = _row_names(node)
         key = None
-        if names is not DRAWN_AT_RANDOM:
+        if names != DRAWN_AT_RANDOM:
             values = _plain_values(self.env, names)
             if values is not None:
                 key = (id(node), mask, first, count, repeat, values)
@@ -150,7 +157,7 @@ class BlockWalker(WarpWalker):
             names = _PER_BLOCK if expr.uses_rand or expr.names & PER_BLOCK else tuple(
                 sorted(expr.names - _SAME_IN_EVERY_BLOCK))
             known[("address names", id(node))] = names
-        if names is not _PER_BLOCK:
+        if names != _PER_BLOCK:  # (compared by value: compiled, a module's tuple is not one object)
             values = _plain_values(env, names)
             if values is not None:
                 key = (id(node), first, count, values)
@@ -158,31 +165,15 @@ class BlockWalker(WarpWalker):
                 if hit is not None:
                     addrs, lane_rows, keys, self.check_all = hit
                     return addrs, lane_rows, keys
+        else:
+            found = self.batched_addresses(node, first, count)
+            if found is not None:
+                return found
         env["rep"] = np.arange(first, first + count, dtype=np.int64)[:, None] if count > 1 else first
         addrs = self.addresses(node, count)
         env["rep"] = 0
         bases = addrs[:, :, 0]
-        offsets = addrs - bases[:, :, None]
-        pool = self.offsets_pool
-        if len(pool) > OFFSETS_POOL_LIMIT:
-            pool.clear()
-        rows = offsets.reshape(-1, WARP_SIZE)
-        if (rows == rows[0]).all():  # one lane pattern in every warp and repeat (a tile's rows, say): made once
-            pattern = rows[0].tobytes()
-            pattern = pool.setdefault(pattern, pattern)
-            keys = [[(base, pattern) for base in warp_bases] for warp_bases in bases.tolist()]
-        else:
-            data = offsets.tobytes()
-            size = WARP_SIZE * 8
-            keys = []
-            at = 0
-            for warp_bases in bases.tolist():
-                warp_keys = []
-                for base in warp_bases:
-                    pattern = data[at:at + size]
-                    warp_keys.append((base, pool.setdefault(pattern, pattern)))
-                    at += size
-                keys.append(warp_keys)
+        keys = self.address_keys(bases.tolist(), addrs - bases[:, :, None])
         lane_rows = addrs.reshape(-1, WARP_SIZE)
         if key is not None:
             cache = self.kernel.address_cache
@@ -190,6 +181,106 @@ class BlockWalker(WarpWalker):
                 cache.clear()
             cache[key] = (addrs, lane_rows, keys, self.check_all)
         return addrs, lane_rows, keys
+
+    def address_keys(self, bases: list, offsets: Any) -> list:
+        """Per warp and repeat, (lane 0's address, every lane's offset from it as int64 bytes), from the block's
+        lane-0 addresses `bases` (warps x repeats) and `offsets` (warps, repeats, 32), one bytes object per pattern
+        (shared through `offsets_pool`)."""
+        pool = self.offsets_pool
+        if len(pool) > OFFSETS_POOL_LIMIT:
+            pool.clear()
+        rows = offsets.reshape(-1, WARP_SIZE)
+        if (rows == rows[0]).all():  # one lane pattern in every warp and repeat (a tile's rows, say): made once
+            pattern = rows[0].tobytes()
+            pattern = pool.setdefault(pattern, pattern)
+            return [[(base, pattern) for base in warp_bases] for warp_bases in bases]
+        data = offsets.tobytes()
+        size = WARP_SIZE * 8
+        keys = []
+        at = 0
+        for warp_bases in bases:
+            warp_keys = []
+            for base in warp_bases:
+                pattern = data[at:at + size]
+                warp_keys.append((base, pool.setdefault(pattern, pattern)))
+                at += size
+            keys.append(warp_keys)
+        return keys
+
+    def batched_addresses(self, node: Instr, first: int, count: int) -> Any:
+        """block_addresses for an address that reads per-block names, from the batch of BLOCK_BATCH blocks this
+        block belongs to (evaluated by whichever of them gets there first, kept until each has taken its share);
+        None where the address is evaluated block by block (it draws at random, the names it reads besides the
+        per-block ones are not plain numbers, or evaluating it for several blocks at once failed: then each
+        block's own evaluation says what is wrong, when that block gets there)."""
+        known = self.kernel.register_cache
+        names = known.get(("batch names", id(node)))
+        if names is None:  # the names it reads besides the per-block ones that change within a block, in a fixed order
+            expr: Any = node.addr
+            names = _UNBATCHED if expr.uses_rand else tuple(sorted(expr.names - _SAME_IN_EVERY_BLOCK - PER_BLOCK))
+            known[("batch names", id(node))] = names
+        if names == _UNBATCHED:
+            return None
+        values = _plain_values(self.env, names)
+        if values is None:
+            return None
+        block = self.block
+        start = block - block % BLOCK_BATCH
+        key = (id(node), first, count, values, start)
+        batches = self.batches
+        batch = batches.get(key)
+        if batch is None:
+            batch = self.evaluate_batch(node, first, count, start)
+            if batch is None:
+                known[("batch names", id(node))] = _UNBATCHED
+                return None
+            if len(batches) >= BATCH_CACHE_LIMIT:
+                batches.clear()
+            batches[key] = batch
+        addrs_all, keys_all, check_all, left = batch
+        if left <= 1:
+            del batches[key]
+        else:
+            batch[3] = left - 1
+        at = block - start
+        addrs = addrs_all[at]
+        self.check_all = check_all[at]
+        return addrs, addrs.reshape(-1, WARP_SIZE), keys_all[at]
+
+    def evaluate_batch(self, node: Instr, first: int, count: int, start: int) -> list | None:
+        """[addresses (blocks, warps, count, 32), address keys per block, check_all per block, blocks] of blocks
+        start .. start + BLOCK_BATCH - 1 (those of the grid) at this point of the program, or None if they cannot
+        be evaluated together. Each block's values are what its own evaluation gives: the same elementwise
+        operations, on arrays with a leading block axis."""
+        kernel = self.kernel
+        blocks = min(BLOCK_BATCH, kernel.launch.nblocks - start)
+        env = dict(self.env)
+        env.update(kernel.block_names(np.arange(start, start + blocks, dtype=np.int64)[:, None, None, None],
+                                      env["tid"]))
+        env[MEMO_KEY] = {}
+        env["rep"] = np.arange(first, first + count, dtype=np.int64)[:, None] if count > 1 else first
+        shape = (blocks,) + self.address_shape + (count, WARP_SIZE)
+        expr: Any = node.addr
+        try:
+            value = expr(env)
+            addrs = value if type(value) is np.ndarray and value.shape == shape else np.broadcast_to(
+                np.asarray(value), shape)
+        except (ExprError, ArithmeticError, ValueError, TypeError):
+            return None
+        if addrs.dtype != np.int64:
+            return None
+        flat: Any = addrs.reshape(blocks, -1)
+        bad: Any = (flat & node.bad_address_bits).any(axis=1).tolist()
+        ranges = kernel.address_ranges.get(node.info.space)
+        if ranges is not None:
+            width = node.info.width
+            for at, (low, high) in enumerate(zip(flat.min(axis=1).tolist(), flat.max(axis=1).tolist())):
+                if not bad[at] and not within_ranges(ranges, low, high + width):
+                    bad[at] = True
+        bases = addrs[..., 0]
+        offsets = addrs - bases[..., None]
+        keys = [self.address_keys(block_bases, offsets[at]) for at, block_bases in enumerate(bases.tolist())]
+        return [addrs, keys, bad, blocks]
 
     def refill(self) -> bool:
         """Generate the next chunk for every warp of the block; False when the program has ended."""

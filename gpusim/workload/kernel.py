@@ -148,12 +148,18 @@ class Kernel:
             "lane": LANES, "rep": 0, "warp": warp_in_block, "tid": tid,
             "tid.x": tid % b[0], "tid.y": (tid // b[0]) % b[1], "tid.z": tid // (b[0] * b[1]),
             "ntid": ntid, "ntid.x": b[0], "ntid.y": b[1], "ntid.z": b[2],
-            "blockid": block, "block.x": block % g[0], "block.y": (block // g[0]) % g[1],
-            "block.z": block // (g[0] * g[1]), "nblocks": self.launch.nblocks,
-            "grid.x": g[0], "grid.y": g[1], "grid.z": g[2], "gtid": block * ntid + tid,
+            "nblocks": self.launch.nblocks, "grid.x": g[0], "grid.y": g[1], "grid.z": g[2],
             MEMO_KEY: {}, SEED_KEY: self.seed,
         })
+        env.update(self.block_names(block, tid))
         return env
+
+    def block_names(self, block, tid) -> dict:
+        """The names that differ from block to block (PER_BLOCK) for `block` and the threads `tid`; `block` may be
+        an int array with an axis of its own before tid's (several blocks' values at once)."""
+        g = self.launch.grid
+        return {"blockid": block, "block.x": block % g[0], "block.y": (block // g[0]) % g[1],
+                "block.z": block // (g[0] * g[1]), "gtid": block * self.launch.threads_per_block + tid}
 
 
 def address_ranges(buffers: dict[str, Buffer], launch: Launch) -> dict:

@@ -38,6 +38,7 @@ class BlockStreams:
         self.kernel = kernel
         self.walkers: dict[int, BlockWalker] = {}
         self.offsets_pool: dict[bytes, bytes] = {}  # lane-offset patterns, one object each (see block_addresses)
+        self.batches: dict = {}  # per-block addresses evaluated for several blocks at once (see batched_addresses)
         launch = kernel.launch
         self.shared = (kernel.warp_variance() == "none" and launch.threads_per_block % WARP_SIZE == 0
                        and launch.warps_per_block > 1 and not _templates_read_identity(kernel))
@@ -47,7 +48,7 @@ class BlockStreams:
             return warp_stream(self.kernel, block, warp_in_block)
         walker = self.walkers.get(block)
         if walker is None:
-            walker = self.walkers[block] = BlockWalker(self.kernel, block, self.offsets_pool)
+            walker = self.walkers[block] = BlockWalker(self.kernel, block, self.offsets_pool, self.batches)
         stream = QueueStream(walker.queues[warp_in_block], walker.refill)
         if warp_in_block == self.kernel.launch.warps_per_block - 1:
             del self.walkers[block]  # every warp holds its stream; the block no longer needs an entry here

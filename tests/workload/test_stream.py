@@ -243,18 +243,67 @@ def test_shared_block_walker_yields_what_each_warp_walks_alone(name):
 @pytest.mark.fast
 def test_block_invariant_addresses_are_computed_once_per_kernel():
     """Shared-memory tile addresses read no per-block name: every block after the first reuses them; global
-    addresses read block.x / block.y and are never cached."""
+    addresses read block.x / block.y: they are evaluated for a batch of blocks at once, each block its own."""
     kernel = load_workload(ROOT / "workloads/gemm_tile128_sync.yaml", {"M": 256, "N": 256, "K": 64})
     streams = BlockStreams(kernel)
     first, second = ([list(streams(block, w)) for w in range(kernel.launch.warps_per_block)] for block in (0, 1))
     cached = {key[0] for key in kernel.address_cache}
-    shared_nodes = {id(node) for node in _instr_nodes(kernel.program) if node.info.space == "shared"}
-    assert cached == shared_nodes
+    nodes = _instr_nodes(kernel.program)
+    assert cached == {id(node) for node in nodes if node.info.space == "shared"}
+    # the two blocks took their shares of one batch (kept until the grid's other two blocks take theirs)
+    assert {key[0] for key in streams.batches} == {id(node) for node in nodes if node.info.space == "global"}
     for a, b in zip(first[0], second[0]):
         if a.info.space == "shared":
             assert b.addrs.base is a.addrs.base  # the same cached array
-        elif a.addrs is not None:
-            assert b.addrs.base is not a.addrs.base
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("order", ["forward", "backward"])
+def test_blocks_evaluated_in_batches_get_what_each_warp_walks_alone(tmp_path, order):
+    """Per-block addresses are evaluated for BLOCK_BATCH blocks at once, by whichever block of the batch gets
+    there first: every block of a 3-D grid (batches across rows and planes, a partial last one) still gets the
+    addresses it would alone, whatever order the blocks walk in."""
+    from gpusim.workload.block_walker import BLOCK_BATCH
+
+    k = _kernel(tmp_path, "  - loop: 3\n    var: i\n    body:\n"
+                          "      - {op: LDG.E, dst: v, repeat: 2, addr: 'A + ((gtid + i * 7 * nblocks * ntid) % 2048"
+                          " + rep * 16) * 4 + (block.z * 3 + block.y * 5 + block.x) % 8 * 4'}\n"
+                          "      - {op: STG.E, src: [v], addr: 'A + (blockid * ntid + tid) * 4'}\n",
+                block=64, extra="params: {}\nbuffers: {A: {bytes: 65536}}\n")
+    path = tmp_path / "k.yaml"
+    path.write_text(path.read_text().replace("grid: [1]", "grid: [3, 4, 2]"))
+    k = load_workload(path)
+    assert k.launch.nblocks == 24 and k.launch.nblocks % BLOCK_BATCH  # more than one batch, the last one partial
+    streams = BlockStreams(k)
+    blocks = range(k.launch.nblocks) if order == "forward" else reversed(range(k.launch.nblocks))
+    for block in blocks:
+        shared = [list(streams(block, w)) for w in range(k.launch.warps_per_block)]
+        for w, insts in enumerate(shared):
+            assert [_inst_key(i) for i in insts] == [_inst_key(i) for i in warp_stream(k, block, w)], (block, w)
+    assert not streams.batches  # each batch is dropped once all its blocks took their share
+
+
+@pytest.mark.fast
+def test_a_bad_address_in_one_block_of_a_batch_is_that_blocks_error(tmp_path):
+    """Evaluated with its batch, a block whose addresses are fine walks as before; the block whose address falls
+    outside the buffer (or whose expression fails) is refused when it is walked, with the message it would get
+    alone."""
+    from gpusim.workload import WorkloadError
+
+    for addr in ("A + blockid * 512 * 4 + tid * 4", "A + tid * 4 * (8 / (7 - blockid))"):
+        path = tmp_path / "k.yaml"
+        path.write_text("kernel: k\nbuffers: {A: {bytes: 14336}}\n"
+                        "launch: {grid: [10], block: [64], registers_per_thread: 32}\n"
+                        f"program:\n  - {{op: LDG.E, dst: v, addr: '{addr}'}}\n")
+        k = load_workload(path)
+        streams = BlockStreams(k)
+        for block in range(7):
+            assert len([list(streams(block, w)) for w in range(2)][0]) == 2
+        with pytest.raises(WorkloadError) as batched:
+            [list(streams(7, w)) for w in range(2)]
+        with pytest.raises(WorkloadError) as alone:
+            list(warp_stream(load_workload(path), 7, 0))
+        assert str(batched.value) == str(alone.value)
 
 
 @pytest.mark.fast
