@@ -16,9 +16,8 @@ def dirty_bytes_in(caches: list[SectoredCache], sector_count: list[int], sector:
     total = 0
     for cache in caches:
         shift = cache.dirty_shift
-        for lines in cache.lines():
-            for state in lines.values():
-                total += sector_count[state >> shift]
+        for _line, state in cache.lines():
+            total += sector_count[state >> shift]
     return total * sector
 
 
@@ -35,8 +34,7 @@ def warm_fill(caches: list[SectoredCache], dirty_fraction: float) -> None:
     dirty_sectors = (1 << caches[0].sectors_per_line) - 1
     while placed < full and line < last:
         cache = caches[line_hash(line) % slices]
-        lines = cache.lines()[line % cache.sets]
-        if len(lines) < cache.ways:
+        if cache.held_in_set(line) < cache.ways:
             dirty = int((placed + 1) * dirty_fraction) > int(placed * dirty_fraction)
             cache.fill(line, dirty_sectors, dirty)
             placed += 1

@@ -70,10 +70,10 @@ def test_a_warm_l2_is_full_with_its_dirty_share_and_never_meets_the_kernel():
     spec = _spec()
     memory = MemoryHierarchy(spec, spec.sms, 64 * 1024)
     memory.warm_l2(0.25)
-    lines = [state for cache in memory.l2_caches() for ways in cache.lines() for state in ways.values()]
-    assert len(lines) == sum(cache.sets * cache.ways for cache in memory.l2_caches())
+    held = [line for cache in memory.l2_caches() for line, _state in cache.lines()]
+    assert len(held) == sum(cache.sets * cache.ways for cache in memory.l2_caches())
     assert memory.dirty_bytes() == pytest.approx(0.25 * spec.memory.l2.size_bytes, rel=0.01)
-    keys = [line for cache in memory.l2_caches() for ways in cache.lines() for line in ways]
+    keys = held
     assert min(keys) * spec.memory.l2.line_bytes >= 1 << 48  # far above every buffer
 
 
