@@ -261,8 +261,7 @@ def _tcgen05(sp: Any, warp: Any, inst: Any, kind: str, now: int) -> int:
         ready, start = tensor_memory.transfer(sp, warp, inst, now)
         if kind == TMEM_LOAD:
             entry = scoreboard_entry(ready, BOARDS.index(tensor_memory.SHORT))  # tcgen05.wait::ld: their scoreboard
-            for name in inst.dst:
-                warp.regs[name] = entry
+            warp.regs.write(inst.dst_slots, entry)
         else:
             state = _state(warp)
             if ready > state.tmem_stored:

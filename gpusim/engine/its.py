@@ -13,7 +13,7 @@ each divergent branch, one item that is not an instruction (the front end's Dive
 from __future__ import annotations
 
 from ..isa.inst import WarpInst
-from .warp import operands_ready
+from .warp import Scoreboard, operands_ready
 
 
 class _Join:
@@ -38,10 +38,10 @@ class DivergentStreams:
     def __init__(self, stream):
         self.paths: list[_Path] = []
         self.current: _Path | None = None
-        self.regs: dict = {}
+        self.regs = Scoreboard()  # the warp's scoreboard, once bound (bind)
         self._pending = [_Path(stream, None)]
 
-    def bind(self, regs: dict) -> None:
+    def bind(self, regs: Scoreboard) -> None:
         """The warp's scoreboard, read to pick the path that can issue soonest."""
         self.regs = regs
 

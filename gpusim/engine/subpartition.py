@@ -10,6 +10,9 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from librt.vecs import vec
+from mypy_extensions import i64
+
 from ..stats.counters import (BARRIER, BRANCH_RESOLVING, DISPATCH_STALL, DRAIN, LONG_SCOREBOARD, MISC, NOT_SELECTED,
                               REASONS, SMCounters)
 from . import asynchrony, clusters
@@ -52,8 +55,9 @@ class SubPartition:
         self.ready: list[Warp] = []  # oldest first (in slot order for a policy with ready_by_slot)
         self.heap: list[tuple[int, Warp]] = []  # (wake-up cycle, insertion order, retire: see WAKE_SHIFT; warp)
         self.pushed = 0  # warps put in the heap so far: the tie-breaker, so equal wake-ups keep insertion order
-        self.pipe_free: list[int] = [0] * len(PIPES)  # first cycle each pipe accepts an instruction (by pipe_index)
-        self.pipe_drain: list[int] = [0] * len(PIPES)  # memory pipes: when the instructions queued in them are served
+        # native ints, written without making an object per value (librt's vec)
+        self.pipe_free: vec[i64] = vec[i64]([0] * len(PIPES))  # first cycle each pipe accepts an instruction (by pipe_index)
+        self.pipe_drain: vec[i64] = vec[i64]([0] * len(PIPES))  # memory pipes: when the instructions queued in them are served
         self.queue_depth: int = timing.spec.pipelines.memory_queue_depth
         self.next_at: int = INF
         self.timing_cache: dict[str, OpTiming] = timing.cache
@@ -285,10 +289,7 @@ class SubPartition:
             if ready_at > warp.store_done:
                 warp.store_done = ready_at
         if inst.dst:
-            entry = ready_at << BOARD_BITS | timing.board_code  # (warp.scoreboard_entry, inline)
-            regs = warp.regs
-            for name in inst.dst:
-                regs[name] = entry
+            warp.regs.write(inst.dst_slots, ready_at << BOARD_BITS | timing.board_code)  # (warp.scoreboard_entry)
         if timing.async_kind and operands is not None:
             return asynchrony.issue(self, warp, inst, timing, now, ready_at)
         return 0
@@ -300,10 +301,7 @@ class SubPartition:
         if pipe:  # index 0: no pipe, only the issue slot
             self.pipe_free[pipe] = now + timing.interval
         if inst.dst and timing.board != NONE:
-            entry = (now + timing.latency) << BOARD_BITS | timing.board_code
-            regs = warp.regs
-            for name in inst.dst:
-                regs[name] = entry
+            warp.regs.write(inst.dst_slots, (now + timing.latency) << BOARD_BITS | timing.board_code)
         if timing.async_kind and inst.operands is not None:
             return asynchrony.issue(self, warp, inst, timing, now, now + timing.latency)
         return 0
@@ -367,9 +365,9 @@ class SubPartition:
         if hold < 0:
             asynchrony.cancel_park(warp)
         done = warp.store_done
-        for entry in warp.regs.values():
-            if entry >> BOARD_BITS > done:
-                done = entry >> BOARD_BITS
+        latest = warp.regs.latest()
+        if latest > done:
+            done = latest
         if done > nxt:
             self.sleep(warp, done, DRAIN, retire=True)
         else:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..isa.inst import WarpInst
+from librt import vecs
+from librt.vecs import vec
+from mypy_extensions import i64
+
+from ..isa.inst import REGISTER_SLOTS, WarpInst
 from ..stats.counters import LONG_SCOREBOARD, NO_INSTRUCTION, REASONS, SHORT_SCOREBOARD
 from ..stats.counters import WAIT as WAIT_REASON
 from .timing import BOARD_BITS, BOARD_MASK, LONG, SHORT, WAIT, OpTiming
@@ -14,35 +18,88 @@ if TYPE_CHECKING:
     from .subpartition import SubPartition
 
 
-def accumulating_operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple[int, int]:
+class Scoreboard:
+    """A warp's registers' pending writes, by register slot (gpusim.isa.inst.register_slot): the cycle the value is
+    ready << BOARD_BITS | the scoreboard it waits on (its index in BOARDS); 0 where nothing was written. An array of
+    native ints (librt's vec), read and written without an object per value; it grows when a register named after
+    the warp started is written."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: vec[i64] = vec[i64]([0] * len(REGISTER_SLOTS))
+
+    def write(self, slots: vec[i64], entry: int) -> None:
+        """Registers `slots` are pending until `entry` says."""
+        entries = self.entries
+        value: i64 = entry
+        for slot in slots:
+            if slot >= len(entries):
+                entries = self.grow(slot)
+            entries[slot] = value
+
+    def grow(self, slot: i64) -> vec[i64]:
+        size: i64 = len(REGISTER_SLOTS)
+        if size <= slot:
+            size = slot + 1
+        entries = self.entries
+        entries = vecs.extend(entries, [0] * (size - len(entries)))
+        self.entries = entries
+        return entries
+
+    def latest(self) -> int:
+        """The cycle the last pending write is done (0: none)."""
+        latest: i64 = 0
+        for entry in self.entries:
+            if entry >> BOARD_BITS > latest:
+                latest = entry >> BOARD_BITS
+        return latest
+
+    def entry(self, name: str) -> int:
+        """Register `name`'s entry (0: nothing was written to it)."""
+        slot = REGISTER_SLOTS.get(name)
+        entries = self.entries
+        if slot is None or slot >= len(entries):
+            return 0
+        return entries[slot]
+
+
+def accumulating_operands_ready(board: Scoreboard, inst: WarpInst, earliest: int) -> tuple[int, int]:
     """As operands_ready, for a warpgroup MMA: its accumulators (the registers it writes, read or not) are left out,
     since the tensor core orders the writes to them itself (wgmma.mma_async chains on its accumulators without a
     wait; reading them outside the MMA waits for them as usual)."""
-    ready, code = earliest, 0
-    dst = inst.dst
-    for name in inst.src:
-        if name in dst:
+    ready: i64 = earliest
+    code: i64 = 0
+    entries = board.entries
+    size = len(entries)
+    dst = inst.dst_slots
+    for slot in inst.src_slots:
+        if slot in dst or slot >= size:
             continue
-        entry = regs.get(name)
-        if entry is not None and entry >> BOARD_BITS > ready:
+        entry = entries[slot]
+        if entry >> BOARD_BITS > ready:
             ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
     return ready, board_reason(code)
 
 
-def operands_ready(regs: dict[str, int], inst: WarpInst, earliest: int) -> tuple[int, int]:
+def operands_ready(board: Scoreboard, inst: WarpInst, earliest: int) -> tuple[int, int]:
     """(cycle `inst`'s sources and destinations are all ready, no earlier than `earliest`; the stall reason of
     the scoreboard of the register that decides it, as its code in REASONS). Destinations count too: a write must
-    wait for a pending write. `regs`: the warp's scoreboard, register -> ready cycle << BOARD_BITS | the
-    scoreboard's index in BOARDS."""
-    ready, code = earliest, 0
-    for name in inst.src:
-        entry = regs.get(name)
-        if entry is not None and entry >> BOARD_BITS > ready:
-            ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
-    for name in inst.dst:
-        entry = regs.get(name)
-        if entry is not None and entry >> BOARD_BITS > ready:
-            ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
+    wait for a pending write. `board`: the warp's scoreboard."""
+    ready: i64 = earliest
+    code: i64 = 0
+    entries = board.entries
+    size = len(entries)
+    for slot in inst.src_slots:
+        if slot < size:
+            entry = entries[slot]
+            if entry >> BOARD_BITS > ready:
+                ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
+    for slot in inst.dst_slots:
+        if slot < size:
+            entry = entries[slot]
+            if entry >> BOARD_BITS > ready:
+                ready, code = entry >> BOARD_BITS, entry & BOARD_MASK
     return ready, board_reason(code)
 
 
@@ -81,7 +138,7 @@ class Warp:
         self.age = age  # launch order across the GPU
         self.stream = stream
         bind = getattr(stream, "bind", None)
-        self.regs: dict[str, int] = {}  # register -> cycle its value is ready << BOARD_BITS | scoreboard (BOARDS)
+        self.regs = Scoreboard()  # its registers' pending writes
         if bind is not None:  # independent thread scheduling picks paths by register readiness
             bind(self.regs)
         self.inst: WarpInst | None = None  # the next instruction, fetched but not issued
@@ -110,8 +167,8 @@ class Warp:
     def register_ready(self, name: str) -> tuple[int, str] | None:
         """(cycle register `name`'s pending value is ready, the scoreboard a reader waits on), None if nothing was
         written to it: the scoreboard as an observer reads it."""
-        entry = self.regs.get(name)
-        if entry is None:
+        entry = self.regs.entry(name)
+        if not entry:
             return None
         return entry >> BOARD_BITS, board_name(entry & BOARD_MASK)
 

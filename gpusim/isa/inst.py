@@ -5,10 +5,40 @@ Compiled with the engine (see gpusim/native.py), so its fields are typed: the en
 
 from __future__ import annotations
 
-from typing import Any, Callable, cast
+from typing import Any, Callable, Final, cast
+
+from librt.vecs import vec
+from mypy_extensions import i64
 
 from .lanes import active_lanes
 from .opinfo import OpInfo
+
+# Every register name an instruction of this process has read or written, and its slot: a warp's scoreboard is an
+# array of native ints indexed by slot (gpusim.engine.warp.Scoreboard), and an instruction carries its registers'
+# slots beside their names. Names come from the programs and traces run, a few hundred at most.
+REGISTER_SLOTS: Final[dict[str, int]] = {}
+SLOTS_KEPT: Final = 4096  # register lists whose slots are remembered (register_slots)
+_SLOTS_OF: dict[tuple[str, ...], vec[i64]] = {}
+
+
+def register_slot(name: str) -> int:
+    """The scoreboard slot of register `name` (a new one the first time the name is seen)."""
+    slot = REGISTER_SLOTS.get(name)
+    if slot is None:
+        slot = len(REGISTER_SLOTS)
+        REGISTER_SLOTS[name] = slot
+    return slot
+
+
+def register_slots(names: tuple[str, ...]) -> vec[i64]:
+    """The scoreboard slots of `names`, in order (remembered per list of names)."""
+    found = _SLOTS_OF.get(names)
+    if found is None:
+        found = vec[i64]([register_slot(name) for name in names])
+        if len(_SLOTS_OF) >= SLOTS_KEPT:
+            _SLOTS_OF.clear()
+        _SLOTS_OF[names] = found
+    return found
 
 
 def lane_offsets(addrs: Any) -> tuple[int, bytes]:
@@ -53,15 +83,21 @@ class WarpInst:
     read cycles its sources cost, -1 until the engine first counts them (once per object: shared instructions
     are counted once)."""
 
-    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "_addrs", "_rows", "_row", "_address_key",
-                 "operands", "bank_conflicts")
+    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "dst_slots", "src_slots", "_addrs", "_rows",
+                 "_row", "_address_key", "operands", "bank_conflicts")
 
     def __init__(self, info: OpInfo, warp: int | None, block: int, pc: int, mask: int, dst: tuple[str, ...],
                  src: tuple[str, ...], addrs: Any, address_key: tuple[int, bytes] | None = None,
-                 operands: AsyncOperands | None = None, rows: Any = None, row: int = 0):
+                 operands: AsyncOperands | None = None, rows: Any = None, row: int = 0, slots: Any = None):
+        """`slots`: (dst_slots, src_slots), the registers' scoreboard slots (None: looked up from the names)."""
         self.info = info
         self.warp, self.block, self.pc, self.mask = warp, block, pc, mask
         self.dst, self.src = dst, src
+        if slots is None:
+            self.dst_slots: vec[i64] = register_slots(dst)
+            self.src_slots: vec[i64] = register_slots(src)
+        else:
+            self.dst_slots, self.src_slots = slots
         self._addrs, self._rows, self._row = addrs, rows, row
         self._address_key = address_key
         self.operands = operands
@@ -193,15 +229,15 @@ def next_inst(stream: Any) -> WarpInst | None:
 
 
 def deal(queues: list[InstQueue], first_warp: int, block: int, info: OpInfo,
-         rows: list[tuple[int, int, tuple[str, ...], tuple[str, ...], AsyncOperands | None]], addrs: Any,
+         rows: list[tuple[int, int, tuple[str, ...], tuple[str, ...], AsyncOperands | None, Any]], addrs: Any,
          keys: list[list[tuple[int, bytes]]] | None) -> None:
-    """Append one chunk of a block walker's instructions, rows of (pc, mask, dst, src, operands), to each warp's
-    queue. Without addresses, one object per row serves every warp; else warp w gets row w * len(rows) + j of
+    """Append one chunk of a block walker's instructions, rows of (pc, mask, dst, src, operands, slots), to each
+    warp's queue (slots: the registers' scoreboard slots, (dst, src)). Without addresses, one object per row serves every warp; else warp w gets row w * len(rows) + j of
     `addrs` (the chunk's addresses, one row of 32 lanes per warp and instruction) and its address key
     keys[w][j]: (lane 0's address, all lanes' offsets from it as int64 bytes)."""
     if addrs is None:
-        shared = [WarpInst(info, None, block, pc, mask, dst, src, None, None, operands)
-                  for pc, mask, dst, src, operands in rows]
+        shared = [WarpInst(info, None, block, pc, mask, dst, src, None, None, operands, None, 0, slots)
+                  for pc, mask, dst, src, operands, slots in rows]
         for queue in queues:
             queue.extend(shared)
         return
@@ -209,6 +245,6 @@ def deal(queues: list[InstQueue], first_warp: int, block: int, info: OpInfo,
     count = len(rows)
     for w, queue in enumerate(queues):
         warp_keys = keys[w]
-        for j, (pc, mask, dst, src, operands) in enumerate(rows):
+        for j, (pc, mask, dst, src, operands, slots) in enumerate(rows):
             queue.append(WarpInst(info, first_warp + w, block, pc, mask, dst, src, None, warp_keys[j], operands,
-                                  addrs, w * count + j))
+                                  addrs, w * count + j, slots))

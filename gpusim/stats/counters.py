@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from librt.vecs import vec
+from mypy_extensions import i64
+
 from ..isa.opcodes import PIPELINE_CLASSES
 
 # Every resident warp, every cycle, is in exactly one of these states (Nsight Compute's stall reasons,
@@ -52,7 +55,7 @@ class SMCounters:
         self.tensor_flops = 0  # tensor-core FLOP done
         self.tensor_pipe_flops = 0  # the same as FP16 FLOP of equal tensor-pipe time (OpTiming.tensor_pipe_flops)
         self.tensor_pipe_cycles = 0.0  # sub-partition cycles the tensor pipe was held (OpTiming.tensor_pipe_cycles)
-        self.pipeline_insts = [0] * len(PIPELINE_CLASSES)  # issued, by PIPELINE_CLASSES index
+        self.pipeline_insts: vec[i64] = vec[i64]([0] * len(PIPELINE_CLASSES))  # issued, by PIPELINE_CLASSES index
         self.warps_resident = 0
         self.warp_cycles = 0  # integral of resident warps over time
         self.active_cycles = 0  # cycles with at least one resident warp
@@ -65,7 +68,7 @@ class SMCounters:
     @property
     def by_pipeline(self) -> dict[str, int]:
         """Warp-instructions issued per pipeline class."""
-        return dict(zip(PIPELINE_CLASSES, self.pipeline_insts))
+        return dict(zip(PIPELINE_CLASSES, map(int, self.pipeline_insts)))
 
     def warps_changed(self, now: int, delta: int, sp: int) -> None:
         """Account the interval since the last change, then add `delta` resident warps on sub-partition `sp`."""

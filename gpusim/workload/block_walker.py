@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..isa.inst import InstQueue, WarpInst, deal
+from ..isa.inst import InstQueue, WarpInst, deal, register_slots
 from ..isa.opcodes import BULK
 from .address_checks import within_ranges
 from .expr import MEMO_KEY, ExprError
@@ -115,8 +115,8 @@ class BlockWalker(WarpWalker):
         return rows
 
     def rows(self, node: Instr, mask: int, first: int, count: int, repeat: int, addrs: Any, bulk: bool) -> list:
-        """(pc, lanes, dst, src, operands) of repeats first .. first+count-1; with `addrs`, each row's active
-        lanes' addresses checked (every warp's), in order."""
+        """(pc, lanes, dst, src, operands, the registers' scoreboard slots) of repeats first .. first+count-1; with
+        `addrs`, each row's active lanes' addresses checked (every warp's), in order."""
         env = self.env
         regs = self.registers(node, repeat) if node.templated else None
         spec = node.operands
@@ -138,7 +138,7 @@ class BlockWalker(WarpWalker):
                         self.check_tile(node, lane_addrs, m, operands)
                     else:
                         self.check(node, lane_addrs, m)
-            rows.append((node.pc + 16 * k, m, dst, src, operands))
+            rows.append((node.pc + 16 * k, m, dst, src, operands, (register_slots(dst), register_slots(src))))
         env["rep"] = 0
         return rows
 
