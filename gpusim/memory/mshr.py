@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from librt import vecs
+from librt.vecs import vec
+from mypy_extensions import i64
+
 from .levels import LEVEL_BITS, LEVEL_MASK
 
 
@@ -26,10 +30,11 @@ class MshrTable:
         self.ready_shift: int = sectors_per_line + LEVEL_BITS
         self.sectors: int = (1 << sectors_per_line) - 1
         # the cycle each miss's data is ready, in completion order (one per miss: a miss merged into an entry
-        # holds its own place until its data is back); those before `head` have expired (dropped from the list
-        # once they are half of it, as InstQueue does: no copy of what is left at every expiry)
-        self.order_ready: list[int] = []
-        self.head: int = 0
+        # holds its own place until its data is back); those before `head` have expired (dropped from the array
+        # once they are half of it, as InstQueue does: no copy of what is left at every expiry). Native ints
+        # (librt's vec): kept in order without an object per value
+        self.order_ready: vec[i64] = vec[i64]()
+        self.head: i64 = 0
         self.stalls = 0  # reservations that found the table full
 
     def reserve(self, needed: int, now: int) -> int:
@@ -43,7 +48,7 @@ class MshrTable:
             while head < count and order_ready[head] <= now:
                 head += 1
             if head >= 64 and 2 * head >= count:
-                del order_ready[:head]
+                order_ready = self.order_ready = order_ready[head:]
                 count -= head
                 head = 0
             self.head = head
@@ -51,7 +56,7 @@ class MshrTable:
         if live + needed <= self.limit:
             return 0
         self.stalls += 1
-        wait = order_ready[head + min(live - 1, live + needed - self.limit - 1)] - now
+        wait = int(order_ready[head + min(live - 1, live + needed - self.limit - 1)]) - now
         return wait if wait > 0 else 0
 
     def add(self, line: int, mask: int, ready: int, level: int, now: int, floor: int) -> None:
@@ -72,19 +77,25 @@ class MshrTable:
         # into completion order: after the misses whose data is back no later (their order among equal cycles is
         # immaterial: they expire together, and a full table's wait reads the cycles alone); a binary search,
         # natively (later misses are mostly back later: the end is tried first)
+        at: i64 = ready
         order_ready = self.order_ready
         high = len(order_ready)
-        if high == self.head or order_ready[high - 1] <= ready:
-            order_ready.append(ready)
+        if high == self.head or order_ready[high - 1] <= at:
+            self.order_ready = vecs.append(order_ready, at)
             return
         low = self.head
         while low < high:
             middle = (low + high) >> 1
-            if order_ready[middle] <= ready:
+            if order_ready[middle] <= at:
                 low = middle + 1
             else:
                 high = middle
-        order_ready.insert(low, ready)
+        order_ready = self.order_ready = vecs.append(order_ready, at)  # one longer; the later ones move up one
+        k = len(order_ready) - 1
+        while k > low:
+            order_ready[k] = order_ready[k - 1]
+            k -= 1
+        order_ready[low] = at
 
     def forget_returned(self, floor: int) -> None:
         """Drop the entries whose data is back by `floor`, before which no request comes any more (stale: no

@@ -105,7 +105,7 @@ def test_an_mshr_table_waits_for_the_entry_that_frees_room_and_forgets_returned_
     table = MshrTable(4, 4)
     for line, ready in ((1, 500), (2, 300), (3, 400), (4, 600)):
         table.add(line, FULL, ready, DRAM, 0, 0)
-    assert table.order_ready[table.head:] == [300, 400, 500, 600]  # completion order
+    assert list(table.order_ready[table.head:]) == [300, 400, 500, 600]  # completion order
     assert table.reserve(1, 100) == 200  # full: the first to come back frees one at 300
     assert table.reserve(2, 100) == 300 and table.stalls == 2
     assert table.reserve(2, 450) == 0  # two are back by then
