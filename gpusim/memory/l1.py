@@ -54,7 +54,7 @@ class L1:
         for relative, mask in by_line:
             line = first + relative
             inflight = mshr.get(line)
-            if inflight is not None and inflight >> ready_shift > now:
+            if inflight >= 0 and inflight >> ready_shift > now:  # (MISSING: -1)
                 pending = inflight & sectors_mask & mask
                 if pending:  # merged with the miss in flight: done when its data arrives, not before
                     merged += count[pending]

@@ -9,12 +9,12 @@ channel. What is still dirty when the kernel ends is reported (gpusim__l2_dirty_
 
 from __future__ import annotations
 
-from typing import Any
 
 from .cache import SectoredCache
 from .dram_channel import DramChannel
-from .l2_tags import forget_returned, line_hash, update_tags
+from .l2_tags import line_hash, update_tags
 from .levels import DRAM, L2, L2_IN_FLIGHT
+from .line_table import MISSING, LineTable
 
 
 class L2Slice:
@@ -32,8 +32,9 @@ class L2Slice:
         self.sector_count: list[int] = sector_count
         self.channels: list[DramChannel] = channels
         self.free: float = 0.0  # when its bandwidth is next free
-        # line -> the sectors in flight from DRAM, one int: cycle they are back << pending_shift | mask
-        self.pending: dict[int, int] = {}
+        # line -> the sectors in flight from DRAM, one int: cycle they are back << pending_shift | mask (a table of
+        # native ints: line_table.py)
+        self.pending = LineTable()
         self.pending_shift: int = pending_shift
         self.pending_sectors: int = (1 << pending_shift) - 1
         self.pending_limit: int = 1024  # prune the entries back by the horizon when there are more
@@ -63,11 +64,11 @@ class L2Slice:
         self.sectors += sectors
         entry = self.pending.get(line)
         shift = self.pending_shift
-        inflight = entry & self.pending_sectors & mask if entry is not None and entry >> shift > now else 0
+        inflight = entry & self.pending_sectors & mask if entry != MISSING and entry >> shift > now else 0
         cache = self.cache
         present = cache.probe(line, mask & ~inflight)
         self.hits += count[present]
-        if present and recent_window and entry is not None and (entry >> shift) + recent_window > now:
+        if present and recent_window and entry != MISSING and (entry >> shift) + recent_window > now:
             self.recent_hits += count[present & entry & self.pending_sectors]
         queueing = done - now
         level, latency = L2, self.hit_latency
@@ -75,7 +76,7 @@ class L2Slice:
         back = 0  # merged with sectors in flight from DRAM: not before they arrive
         if inflight:
             self.merged += count[inflight]
-            level, back = L2_IN_FLIGHT, entry >> shift if entry is not None else 0
+            level, back = L2_IN_FLIGHT, entry >> shift if entry != MISSING else 0
         if write and not atomic:  # write-back L2; a full-sector write needs no read from DRAM
             level, back = L2, 0
         elif missing:
@@ -101,12 +102,12 @@ class L2Slice:
         `forget_by` (no later request can come before it: forgotten earlier, a request made before that, by an
         SM not yet stepped, would find the line's tags and take it as a hit)."""
         pending = self.pending
-        key: Any = line  # compiled: boxed once for the dict operations below
-        entry = pending.get(key)
+        entry = pending.get(line)
         shift = self.pending_shift
-        if entry is not None and entry >> shift > now:
-            pending[key] = max(back, entry >> shift) << shift | entry & self.pending_sectors | mask
+        if entry != MISSING and entry >> shift > now:
+            pending.put(line, max(back, entry >> shift) << shift | entry & self.pending_sectors | mask)
         else:
-            pending[key] = back << shift | mask
+            pending.put(line, back << shift | mask)
         if len(pending) > self.pending_limit:
-            self.pending_limit = forget_returned(pending, forget_by, shift)
+            pending.keep_after(forget_by, shift)
+            self.pending_limit = 2 * len(pending) + 1024

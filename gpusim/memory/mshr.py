@@ -8,23 +8,21 @@ full holds the load/store pipe (lg_throttle) until enough entries are free.
 
 from __future__ import annotations
 
-from typing import Any
-
 from librt import vecs
 from librt.vecs import vec
 from mypy_extensions import i64
 
 from .levels import LEVEL_BITS, LEVEL_MASK
+from .line_table import MISSING, LineTable
 
 
 class MshrTable:
     def __init__(self, limit: int, sectors_per_line: int):
         self.limit = limit
-        # line -> one int: data ready << ready_shift | level << level_shift | mask of the sectors in flight
-        # (a tuple an entry was an allocation the garbage collector tracks, at every L1 miss). An entry whose data
-        # is back is stale: every reader compares its cycle with the time, so stale entries are dropped in bulk
-        # (forget_returned), not one by one as they expire
-        self.entries: dict[int, int] = {}
+        # line -> one int: data ready << ready_shift | level << level_shift | mask of the sectors in flight (a
+        # table of native ints: line_table.py). An entry whose data is back is stale: every reader compares its
+        # cycle with the time, so stale entries are dropped in bulk (forget_returned), not one by one as they expire
+        self.entries = LineTable(2 * limit + 64)
         self.forget_at: int = 2 * limit + 64  # entries at which the stale ones are dropped
         self.level_shift: int = sectors_per_line
         self.ready_shift: int = sectors_per_line + LEVEL_BITS
@@ -64,14 +62,13 @@ class MshrTable:
         no later request comes before it (the entries back by then are stale for good)."""
         entries = self.entries
         ready_shift, level_shift = self.ready_shift, self.level_shift
-        key: Any = line  # compiled: boxed once for the dict, not once each operation
-        inflight = entries.get(key)
-        if inflight is not None and inflight >> ready_shift > now:  # other sectors of the line are in flight
+        inflight = entries.get(line)
+        if inflight != MISSING and inflight >> ready_shift > now:  # other sectors of the line are in flight
             back = max(ready, inflight >> ready_shift)
             deepest = max(level, inflight >> level_shift & LEVEL_MASK)
-            entries[key] = back << ready_shift | deepest << level_shift | inflight & self.sectors | mask
+            entries.put(line, back << ready_shift | deepest << level_shift | inflight & self.sectors | mask)
         else:
-            entries[key] = ready << ready_shift | level << level_shift | mask
+            entries.put(line, ready << ready_shift | level << level_shift | mask)
             if len(entries) > self.forget_at:
                 self.forget_returned(floor)
         # into completion order: after the misses whose data is back no later (their order among equal cycles is
@@ -100,8 +97,6 @@ class MshrTable:
     def forget_returned(self, floor: int) -> None:
         """Drop the entries whose data is back by `floor`, before which no request comes any more (stale: no
         reader takes them as in flight); drop again once the table has twice what is left, and some."""
-        ready_shift = self.ready_shift
         entries = self.entries
-        for line in [line for line, entry in entries.items() if entry >> ready_shift <= floor]:
-            del entries[line]
+        entries.keep_after(floor, self.ready_shift)
         self.forget_at = max(2 * self.limit, 2 * len(entries)) + 64

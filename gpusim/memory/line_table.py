@@ -1,0 +1,92 @@
+"""A table from cache lines to one non-negative int each, in two flat arrays of native ints (librt's vec): open
+addressing with linear probing, the way the MSHRs and the L2 slices keep their lines in flight (the entry packs a
+cycle, a level and a sector mask). Entries are never removed one at a time: `keep_after` drops, in one pass, those
+whose cycle (the entry shifted down) is no later than a floor; the table then grows or shrinks to suit what is left.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from librt.vecs import vec
+from mypy_extensions import i64
+
+MISSING: Final = -1  # what `get` returns for a line not in the table (entries are never negative)
+FREE: Final = -1  # a slot without a line (line numbers are never negative)
+SMALLEST: Final = 64  # slots at least
+
+
+def _slots_for(entries: int) -> int:
+    """A power of two of at least SMALLEST slots, at most half of them in use."""
+    slots = SMALLEST
+    while slots < 2 * entries + 2:
+        slots *= 2
+    return slots
+
+
+class LineTable:
+    def __init__(self, entries: int = 0):
+        slots = _slots_for(entries)
+        self.lines: vec[i64] = vec[i64]([FREE] * slots)
+        self.values: vec[i64] = vec[i64]([0] * slots)
+        self.mask: i64 = slots - 1
+        self.count: i64 = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def slot(self, line: i64) -> i64:
+        """Where `line` is, or the free slot where it would go."""
+        lines = self.lines
+        mask = self.mask
+        at = (line ^ line >> 7 ^ line >> 15) & mask  # consecutive lines spread, and no two of a stride share a run
+        while True:
+            held = lines[at]
+            if held == line or held == FREE:
+                return at
+            at = (at + 1) & mask
+
+    def get(self, line: int) -> int:
+        """`line`'s entry, MISSING if it has none."""
+        at = self.slot(line)
+        if self.lines[at] == FREE:
+            return MISSING
+        return self.values[at]
+
+    def put(self, line: int, value: int) -> None:
+        """Set `line`'s entry to `value` (>= 0)."""
+        at = self.slot(line)
+        if self.lines[at] == FREE:
+            if 2 * (self.count + 1) > len(self.lines):
+                self.rebuild(_slots_for(self.count + 1), -1, 0)
+                at = self.slot(line)
+            self.lines[at] = line
+            self.count += 1
+        self.values[at] = value
+
+    def keep_after(self, floor: int, shift: int) -> None:
+        """Drop the entries whose value >> shift is no later than `floor`."""
+        self.rebuild(0, floor, shift)
+
+    def rebuild(self, slots: i64, floor: i64, shift: i64) -> None:
+        """Re-place the entries into `slots` slots (0: as many as what is kept needs), keeping those whose value >>
+        shift is later than `floor`."""
+        old_lines, old_values = self.lines, self.values
+        kept: i64 = 0
+        for at in range(len(old_lines)):
+            if old_lines[at] != FREE and old_values[at] >> shift > floor:
+                kept += 1
+        if slots == 0:
+            slots = _slots_for(kept)
+        self.lines = vec[i64]([FREE] * slots)
+        self.values = vec[i64]([0] * slots)
+        self.mask = slots - 1
+        self.count = 0
+        lines, values = self.lines, self.values
+        for at in range(len(old_lines)):
+            line = old_lines[at]
+            if line != FREE and old_values[at] >> shift > floor:
+                to = self.slot(line)
+                lines[to] = line
+                values[to] = old_values[at]
+                self.count += 1
