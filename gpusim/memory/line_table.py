@@ -39,7 +39,9 @@ class LineTable:
         """Where `line` is, or the free slot where it would go."""
         lines = self.lines
         mask = self.mask
-        at = (line ^ line >> 7 ^ line >> 15) & mask  # consecutive lines spread, and no two of a stride share a run
+        # Fibonacci hashing of the low 31 bits (the product stays below 2**63: no native overflow), the rest folded
+        # in: consecutive lines land far apart, so runs of neighbouring lines do not pile up into long probes
+        at = ((line & 0x7FFFFFFF) * 0x9E3779B1 >> 24 ^ line >> 31) & mask
         while True:
             held = lines[at]
             if held == line or held == FREE:

@@ -22,8 +22,8 @@ class MshrTable:
         # line -> one int: data ready << ready_shift | level << level_shift | mask of the sectors in flight (a
         # table of native ints: line_table.py). An entry whose data is back is stale: every reader compares its
         # cycle with the time, so stale entries are dropped in bulk (forget_returned), not one by one as they expire
-        self.entries = LineTable(2 * limit + 64)
-        self.forget_at: int = 2 * limit + 64  # entries at which the stale ones are dropped
+        self.entries = LineTable()
+        self.forget_at: int = 64  # entries at which the stale ones are dropped (see forget_returned)
         self.level_shift: int = sectors_per_line
         self.ready_shift: int = sectors_per_line + LEVEL_BITS
         self.sectors: int = (1 << sectors_per_line) - 1
@@ -99,4 +99,4 @@ class MshrTable:
         reader takes them as in flight); drop again once the table has twice what is left, and some."""
         entries = self.entries
         entries.keep_after(floor, self.ready_shift)
-        self.forget_at = max(2 * self.limit, 2 * len(entries)) + 64
+        self.forget_at = 2 * len(entries) + 64  # (the table stays about twice what is in flight: a small, warm one)
