@@ -232,9 +232,10 @@ def deal(queues: list[InstQueue], first_warp: int, block: int, info: OpInfo,
          rows: list[tuple[int, int, tuple[str, ...], tuple[str, ...], AsyncOperands | None, Any]], addrs: Any,
          keys: list[list[tuple[int, bytes]]] | None) -> None:
     """Append one chunk of a block walker's instructions, rows of (pc, mask, dst, src, operands, slots), to each
-    warp's queue (slots: the registers' scoreboard slots, (dst, src)). Without addresses, one object per row serves every warp; else warp w gets row w * len(rows) + j of
-    `addrs` (the chunk's addresses, one row of 32 lanes per warp and instruction) and its address key
-    keys[w][j]: (lane 0's address, all lanes' offsets from it as int64 bytes)."""
+    warp's queue (slots: the registers' scoreboard slots, (dst, src)). Without addresses, one object per row serves
+    every warp; else warp w gets row w * len(rows) + j of `addrs` (the chunk's addresses, one row of 32 lanes per
+    warp and instruction) and its address key keys[w][j]: (lane 0's address, all lanes' offsets from it as int64
+    bytes)."""
     if addrs is None:
         shared = [WarpInst(info, None, block, pc, mask, dst, src, None, None, operands, None, 0, slots)
                   for pc, mask, dst, src, operands, slots in rows]
