@@ -81,16 +81,18 @@ class SectoredCache:
         slot: i64 = -1
         free: i64 = -1
         oldest: i64 = -1
+        oldest_use: i64 = 0
         for way in range(first, end):
             held = line_of[way]
             if held == target:
                 slot = way
                 break
             if held == EMPTY:
-                if free < 0:
-                    free = way
-            elif oldest < 0 or used_at[way] < used_at[oldest]:
-                oldest = way
+                free = way if free < 0 else free
+            elif free < 0:  # (the least recently used matters only in a full set)
+                use = used_at[way]
+                if oldest < 0 or use < oldest_use:
+                    oldest, oldest_use = way, use
         evicted = 0
         state: i64 = 0
         if slot >= 0:
