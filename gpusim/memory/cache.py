@@ -47,6 +47,15 @@ class SectoredCache:
                 found.append((int(line), int(state_of[way])))
         return found
 
+    def dirty_sectors(self, sector_count: list[int]) -> int:
+        """Dirty sectors held, over every line (`sector_count`: sectors set in a mask, by mask)."""
+        total = 0
+        line_of, state_of, shift = self.line_of, self.state_of, self.dirty_shift
+        for way in range(len(line_of)):
+            if line_of[way] != EMPTY:
+                total += sector_count[state_of[way] >> shift]
+        return total
+
     def held_in_set(self, line: int) -> int:
         """How many lines the set `line` maps to holds."""
         line_of = self.line_of

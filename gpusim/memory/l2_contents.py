@@ -13,12 +13,7 @@ WARM_BASE_LINE: Final = 1 << 41  # warm lines: at 256 TiB, far above every buffe
 
 def dirty_bytes_in(caches: list[SectoredCache], sector_count: list[int], sector: int) -> int:
     """Bytes of dirty sectors in `caches` (an L2's slices); `sector_count`: sectors set in a mask, by mask."""
-    total = 0
-    for cache in caches:
-        shift = cache.dirty_shift
-        for _line, state in cache.lines():
-            total += sector_count[state >> shift]
-    return total * sector
+    return sum(cache.dirty_sectors(sector_count) for cache in caches) * sector
 
 
 def warm_fill(caches: list[SectoredCache], dirty_fraction: float) -> None:

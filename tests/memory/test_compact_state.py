@@ -15,6 +15,8 @@ from gpusim.isa.opcodes import lookup
 from gpusim.memory.cache import SectoredCache
 from gpusim.memory.line_table import MISSING, LineTable
 
+SECTOR_COUNT = [m.bit_count() for m in range(256)]  # sectors set in a mask, by mask
+
 
 class PlainLru:
     """A sectored LRU cache as a dict per set in use order (the least recently used line first)."""
@@ -70,6 +72,8 @@ def test_a_cache_in_native_arrays_hits_and_evicts_as_lru_in_use_order(shape, ope
             assert cache.evicted_line == plain.evicted_line
         assert cache.held_in_set(line) == len(plain.table[line % sets])
     assert dict(cache.lines()) == plain.lines()
+    assert cache.dirty_sectors(SECTOR_COUNT) == sum(SECTOR_COUNT[state >> cache.dirty_shift]
+                                                    for state in plain.lines().values())
 
 
 @settings(max_examples=200, deadline=None)
