@@ -84,7 +84,7 @@ class WarpInst:
     are counted once)."""
 
     __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "dst_slots", "src_slots", "_addrs", "_rows",
-                 "_row", "_address_key", "operands", "bank_conflicts")
+                 "_row", "_base", "_pattern", "operands", "bank_conflicts")
 
     def __init__(self, info: OpInfo, warp: int | None, block: int, pc: int, mask: int, dst: tuple[str, ...],
                  src: tuple[str, ...], addrs: Any, address_key: tuple[int, bytes] | None = None,
@@ -99,7 +99,12 @@ class WarpInst:
         else:
             self.dst_slots, self.src_slots = slots
         self._addrs, self._rows, self._row = addrs, rows, row
-        self._address_key = address_key
+        # the address key's two parts held apart (a native int and the shared pattern): no tuple per instruction
+        # for its release to touch
+        self._base: int = 0
+        self._pattern: bytes | None = None
+        if address_key is not None:
+            self._base, self._pattern = address_key
         self.operands = operands
         self.bank_conflicts = -1
 
@@ -118,10 +123,11 @@ class WarpInst:
     def address_key(self) -> tuple[int, bytes]:
         """(lane 0's address, every lane's offset from it as int64 bytes): the addresses in a form the memory
         model can hash and compare without numpy (its memos key on the offsets)."""
-        key = self._address_key
-        if key is None:
-            key = self._address_key = lane_offsets(self.addrs)
-        return key
+        pattern = self._pattern
+        if pattern is None:
+            self._base, pattern = lane_offsets(self.addrs)
+            self._pattern = pattern
+        return self._base, pattern
 
     @property
     def op(self) -> str:

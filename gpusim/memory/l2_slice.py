@@ -37,7 +37,7 @@ class L2Slice:
         self.pending = LineTable()
         self.pending_shift: int = pending_shift
         self.pending_sectors: int = (1 << pending_shift) - 1
-        self.pending_limit: int = 1024  # prune the entries back by the horizon when there are more
+        self.pending_limit: int = 64  # prune the entries back by the horizon when there are more (a small table)
         # the last access's sectors: those merged with a read in flight, and those it read from DRAM
         self.inflight = 0
         self.missing = 0
@@ -110,4 +110,4 @@ class L2Slice:
             pending.put(line, back << shift | mask)
         if len(pending) > self.pending_limit:
             pending.keep_after(forget_by, shift)
-            self.pending_limit = 2 * len(pending) + 1024
+            self.pending_limit = 2 * len(pending) + 64
