@@ -83,7 +83,7 @@ class WarpInst:
     read cycles its sources cost, -1 until the engine first counts them (once per object: shared instructions
     are counted once)."""
 
-    __slots__ = ("info", "warp", "block", "pc", "mask", "dst", "src", "dst_slots", "src_slots", "_addrs", "_rows",
+    __slots__ = ("info", "warp_id", "block", "pc", "mask", "dst", "src", "dst_slots", "src_slots", "_addrs", "_rows",
                  "_row", "_base", "_pattern", "operands", "bank_conflicts")
 
     def __init__(self, info: OpInfo, warp: int | None, block: int, pc: int, mask: int, dst: tuple[str, ...],
@@ -91,7 +91,8 @@ class WarpInst:
                  operands: AsyncOperands | None = None, rows: Any = None, row: int = 0, slots: Any = None):
         """`slots`: (dst_slots, src_slots), the registers' scoreboard slots (None: looked up from the names)."""
         self.info = info
-        self.warp, self.block, self.pc, self.mask = warp, block, pc, mask
+        self.warp_id: int = -1 if warp is None else warp  # (a native int: no object per instruction)
+        self.block, self.pc, self.mask = block, pc, mask
         self.dst, self.src = dst, src
         if slots is None:
             self.dst_slots: vec[i64] = register_slots(dst)
@@ -107,6 +108,11 @@ class WarpInst:
             self._base, self._pattern = address_key
         self.operands = operands
         self.bank_conflicts = -1
+
+    @property
+    def warp(self) -> int | None:
+        """The issuing warp's global id; None on an instruction shared by a block's warps."""
+        return None if self.warp_id < 0 else self.warp_id
 
     @property
     def addrs(self) -> Any:
