@@ -169,11 +169,13 @@ class WarpInst:
 
 class InstQueue:
     """A warp's instructions waiting to be issued, first in first out: a list read from a moving head (compiled,
-    every operation is native, where a deque's are Python method calls). The items already read are dropped
-    once they are more than half the list, so it stays at most twice what waits."""
+    every operation is native, where a deque's are Python method calls). An item read is let go at once (its
+    place set to None), so an instruction is freed as soon as the engine is done with it, while the host's caches
+    still hold it; the places already read are dropped once they are more than half the list, so it stays at
+    most twice what waits."""
 
     def __init__(self) -> None:
-        self.items: list[WarpInst] = []
+        self.items: list[WarpInst | None] = []
         self.head = 0
 
     def __len__(self) -> int:
@@ -192,6 +194,7 @@ class InstQueue:
         if head >= len(items):
             return None
         inst = items[head]
+        items[head] = None
         head += 1
         if head == len(items):
             items.clear()
