@@ -14,7 +14,7 @@ from .cache import SectoredCache
 from .dram_channel import DramChannel
 from .l2_tags import line_hash, update_tags
 from .levels import DRAM, L2, L2_IN_FLIGHT
-from .line_table import MISSING, LineTable
+from .line_table import KEEP_AGAIN, MISSING, LineTable
 
 
 class L2Slice:
@@ -37,7 +37,7 @@ class L2Slice:
         self.pending = LineTable()
         self.pending_shift: int = pending_shift
         self.pending_sectors: int = (1 << pending_shift) - 1
-        self.pending_limit: int = 64  # prune the entries back by the horizon when there are more (a small table)
+        self.pending_limit: int = KEEP_AGAIN  # prune the entries back by the horizon when there are more
         # the last access's sectors: those merged with a read in flight, and those it read from DRAM
         self.inflight = 0
         self.missing = 0
@@ -109,5 +109,4 @@ class L2Slice:
         else:
             pending.put(line, back << shift | mask)
         if len(pending) > self.pending_limit:
-            pending.keep_after(forget_by, shift)
-            self.pending_limit = 2 * len(pending) + 64
+            self.pending_limit = pending.keep_after(forget_by, shift)

@@ -14,6 +14,7 @@ from mypy_extensions import i64
 MISSING: Final = -1  # what `get` returns for a line not in the table (entries are never negative)
 FREE: Final = -1  # a slot without a line (line numbers are never negative)
 SMALLEST: Final = 64  # slots at least
+KEEP_AGAIN: Final = 64  # entries beyond twice what a pass kept at which keep_after's caller passes again
 
 
 def _slots_for(entries: int) -> int:
@@ -66,9 +67,11 @@ class LineTable:
             self.count += 1
         self.values[at] = value
 
-    def keep_after(self, floor: int, shift: int) -> None:
-        """Drop the entries whose value >> shift is no later than `floor`."""
+    def keep_after(self, floor: int, shift: int) -> int:
+        """Drop the entries whose value >> shift is no later than `floor`; the size at which to drop again (twice
+        what is left, and some: the table stays small, in the host's caches, and the passes stay rare)."""
         self.rebuild(0, floor, shift)
+        return 2 * self.count + KEEP_AGAIN
 
     def rebuild(self, slots: i64, floor: i64, shift: i64) -> None:
         """Re-place the entries into `slots` slots (0: as many as what is kept needs), keeping those whose value >>

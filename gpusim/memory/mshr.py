@@ -13,7 +13,7 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from .levels import LEVEL_BITS, LEVEL_MASK
-from .line_table import MISSING, LineTable
+from .line_table import KEEP_AGAIN, MISSING, LineTable
 
 
 class MshrTable:
@@ -23,7 +23,7 @@ class MshrTable:
         # table of native ints: line_table.py). An entry whose data is back is stale: every reader compares its
         # cycle with the time, so stale entries are dropped in bulk (forget_returned), not one by one as they expire
         self.entries = LineTable()
-        self.forget_at: int = 64  # entries at which the stale ones are dropped (see forget_returned)
+        self.forget_at: int = KEEP_AGAIN  # entries at which the stale ones are dropped (see forget_returned)
         self.level_shift: int = sectors_per_line
         self.ready_shift: int = sectors_per_line + LEVEL_BITS
         self.sectors: int = (1 << sectors_per_line) - 1
@@ -97,6 +97,4 @@ class MshrTable:
     def forget_returned(self, floor: int) -> None:
         """Drop the entries whose data is back by `floor`, before which no request comes any more (stale: no
         reader takes them as in flight); drop again once the table has twice what is left, and some."""
-        entries = self.entries
-        entries.keep_after(floor, self.ready_shift)
-        self.forget_at = 2 * len(entries) + 64  # (the table stays about twice what is in flight: a small, warm one)
+        self.forget_at = self.entries.keep_after(floor, self.ready_shift)

@@ -16,11 +16,10 @@ import numpy as np
 
 from ..isa.inst import InstQueue, WarpInst, deal, register_slots
 from ..isa.opcodes import BULK
-from .address_checks import within_ranges
 from .expr import MEMO_KEY, ExprError
 from .kernel import PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
 from .program import Instr
-from .warp_walker import DRAWN_AT_RANDOM, WarpWalker
+from .warp_walker import DRAWN_AT_RANDOM, WarpWalker, needs_row_checks
 from .yamlio import WorkloadError
 
 ADDRESS_CACHE_LIMIT = 1024  # block-invariant address chunks kept per kernel
@@ -270,13 +269,9 @@ class BlockWalker(WarpWalker):
         if addrs.dtype != np.int64:
             return None
         flat: Any = addrs.reshape(blocks, -1)
-        bad: Any = (flat & node.bad_address_bits).any(axis=1).tolist()
         ranges = kernel.address_ranges.get(node.info.space)
-        if ranges is not None:
-            width = node.info.width
-            for at, (low, high) in enumerate(zip(flat.min(axis=1).tolist(), flat.max(axis=1).tolist())):
-                if not bad[at] and not within_ranges(ranges, low, high + width):
-                    bad[at] = True
+        bad = [needs_row_checks(ranges, node, bits, low, high) for bits, low, high in zip(
+            (flat & node.bad_address_bits).any(axis=1).tolist(), flat.min(axis=1).tolist(), flat.max(axis=1).tolist())]
         bases = addrs[..., 0]
         offsets = addrs - bases[..., None]
         keys = [self.address_keys(block_bases, offsets[at]) for at, block_bases in enumerate(bases.tolist())]

@@ -95,6 +95,12 @@ class _Live:
         self.mask = mask
 
 
+def needs_row_checks(ranges: Any, node: Instr, bad_bits: bool, low: int, high: int) -> bool:
+    """Whether a chunk's addresses (lowest `low`, highest `high`; `bad_bits`: some negative or misaligned) must be
+    checked row by row, on their active lanes: some is negative or misaligned, or they reach outside `ranges`."""
+    return bad_bits or ranges is not None and not within_ranges(ranges, low, high + node.info.width)
+
+
 class WarpWalker:
     def __init__(self, kernel: Kernel, block: int, warp_in_block: int, its: bool = False,
                  side_of: WarpWalker | None = None) -> None:
@@ -353,8 +359,8 @@ class WarpWalker:
         # negative (sign bit), misaligned or outside the buffers, for every lane of every repeat, in one pass;
         # when something is, each instruction checks its active lanes (inactive lanes' addresses are unused)
         ranges = self.kernel.address_ranges.get(node.info.space)
-        self.check_all = bool((addrs & node.bad_address_bits).any()) or ranges is not None and not within_ranges(
-            ranges, int(addrs.min()), int(addrs.max()) + node.info.width)
+        self.check_all = needs_row_checks(ranges, node, bool((addrs & node.bad_address_bits).any()),
+                                          int(addrs.min()), int(addrs.max()))
         return addrs
 
     def check(self, node: Instr, addrs: Any, mask: int) -> None:
