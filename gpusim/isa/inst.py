@@ -15,7 +15,8 @@ from .opinfo import OpInfo
 
 # Every register name an instruction of this process has read or written, and its slot: a warp's scoreboard is an
 # array of native ints indexed by slot (gpusim.engine.warp.Scoreboard), and an instruction carries its registers'
-# slots beside their names. Names come from the programs and traces run, a few hundred at most.
+# slots beside their names. Names come from the programs and traces run: a few hundred for one workload; a process
+# that runs many keeps every name it has seen (and each warp's scoreboard has a place for each).
 REGISTER_SLOTS: Final[dict[str, int]] = {}
 SLOTS_KEPT: Final = 4096  # register lists whose slots are remembered (register_slots)
 _SLOTS_OF: dict[tuple[str, ...], vec[i64]] = {}
