@@ -32,6 +32,7 @@ COMPILED = (
     "gpusim/engine/warp.py",
     "gpusim/engine/subpartition.py",
     "gpusim/engine/sm.py",
+    "gpusim/engine/calendar.py",
     "gpusim/engine/gpu.py",
     "gpusim/engine/asynchrony.py",
     "gpusim/engine/clusters.py",

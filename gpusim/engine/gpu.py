@@ -7,7 +7,6 @@ import itertools
 import time
 from typing import Any, Final
 
-
 from ..analytic.clusters import check_cluster
 from ..analytic.layout import sm_layout
 from ..analytic.occupancy import occupancy, snap_carveout
@@ -16,10 +15,11 @@ from ..memory import FixedLatencyMemory
 from ..memory.hierarchy import MemoryHierarchy
 from ..stats.counters import REASONS
 from ..stats.observer import complete as complete_observer
+from .calendar import Calendar
 from .dispatcher import Dispatcher, cluster_members, interleave_by_gpc
 from .scheduler import DEFAULT_POLICY
 from .sm import SM
-from .subpartition import INF, heappop, heappush  # (C statics there: no lookup per call)
+from .subpartition import INF
 from .timing import TimingTable
 
 POLL_STEPS: Final = 512  # SM steps between looks at the wall clock, when a progress callback or an interrupt is given
@@ -138,26 +138,21 @@ class GPU:
         caches (a 132-SM GPU's does not fit them), at the cost of SMs meeting in the L2 and DRAM up to W cycles
         out of order: a request that reaches a unit after a later one waits behind it. Within an SM nothing
         changes (its next block still starts on time: a retired block's successor goes to the same SM)."""
-        # A calendar: the SMs due at each cycle in the order they were scheduled (a list per cycle), and a heap of
-        # the cycles that have any. Each step costs a list append and, per distinct cycle, a heap operation, so
-        # the clock's work does not grow with the SM count (a scan for the earliest SM would, per step).
+        # The calendar holds each SM waiting to be stepped once, by (cycle, order scheduled): a step costs a push
+        # and a pop of a native heap no larger than the SM count, whatever the SM count.
         sms = self.sms
         now = 0
-        due: dict[int, list[int]] = {}
-        cycles: list[int] = []
+        calendar = Calendar()
         for index in range(len(sms)):
             if sms[index].arrivals:
-                if now not in due:
-                    due[now] = []
-                    heappush(cycles, now)
-                due[now].append(index)
+                calendar.push(now, index)
         countdown = POLL_STEPS
         window = self.sync_window
         hierarchy: MemoryHierarchy | None = self.memory if type(self.memory) is MemoryHierarchy else None
         if hierarchy is not None:
             hierarchy.horizon = float(now)
-        while cycles:
-            t = heappop(cycles)
+        while calendar.size:
+            t = calendar.earliest()
             if t > now:
                 # a safe point: every SM is done with `now`; lax-synchronised, only where t enters a new window,
                 # when every SM has been stepped to the end of the one `now` is in
@@ -168,29 +163,17 @@ class GPU:
                 now = t
                 if hierarchy is not None:  # no SM steps before t from now on
                     hierarchy.horizon = float(t)
-            batch = due[t]
-            position = 0
-            while position < len(batch):  # an SM due again this cycle joins the end of the batch
-                index = batch[position]
-                position += 1
-                sm = sms[index]
-                nxt = sm.step(t)
-                countdown -= 1
-                if window > 1:  # lax synchronisation: on to the end of this window before the next SM is stepped
-                    end = t - t % window + window
-                    while t < nxt < end:
-                        nxt = sm.step(nxt)
-                        countdown -= 1
-                if nxt == INF:
-                    continue
-                if nxt <= t:
-                    batch.append(index)
-                elif nxt in due:
-                    due[nxt].append(index)
-                else:
-                    due[nxt] = [index]
-                    heappush(cycles, nxt)
-            del due[t]
+            index = calendar.pop()
+            sm = sms[index]
+            nxt = sm.step(t)
+            countdown -= 1
+            if window > 1:  # lax synchronisation: on to the end of this window before the next SM is stepped
+                end = t - t % window + window
+                while t < nxt < end:
+                    nxt = sm.step(nxt)
+                    countdown -= 1
+            if nxt != INF:  # (due again this cycle: at the end of this cycle's batch)
+                calendar.push(nxt if nxt > t else t, index)
 
     def progress(self) -> tuple[int, int]:
         """(blocks retired, warp-instructions issued) so far."""
