@@ -60,7 +60,7 @@ class SubPartition:
         self.pipe_drain: vec[i64] = vec[i64]([0] * len(PIPES))  # memory pipes: when the instructions queued in them are served
         self.queue_depth: int = timing.spec.pipelines.memory_queue_depth
         self.next_at: int = INF
-        self.timing_cache: dict[str, OpTiming] = timing.cache
+        self.timing_by_number: list[OpTiming | None] = timing.by_number
         self.observer: Any = sm.observer
         self.by_slot: bool = bool(policy.ready_by_slot)  # the order the ready list is kept in (the policy's)
         # the built-in lrr itself (not a subclass, which may order otherwise): cycle() rotates the ready list in place
@@ -317,7 +317,9 @@ class SubPartition:
             self.exit(warp, hold, nxt)
             return
         warp.inst = following
-        following_timing = self.timing_cache.get(following.info.opcode)
+        number = following.info.number
+        known = self.timing_by_number
+        following_timing = known[number] if number < len(known) else None
         warp.timing = following_timing if following_timing is not None else self.timing(following.info)
         if timing.is_barrier:
             self.ready.remove(warp)

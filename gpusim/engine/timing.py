@@ -89,7 +89,8 @@ class TimingTable:
 
     def __init__(self, spec: ArchSpec):
         self.spec = spec
-        self.cache: dict[str, OpTiming] = {}  # opcode -> timing (read directly on the hot path)
+        self.cache: dict[str, OpTiming] = {}  # opcode -> timing
+        self.by_number: list[OpTiming | None] = []  # the same, by the opcode's number (read on the hot path)
         pipes = spec.pipelines
         self.register_banks = RegisterBanks(pipes.register_banks, pipes.register_reads_per_bank)
 
@@ -104,6 +105,10 @@ class TimingTable:
             if info.base in ASYNC_MMA:
                 timing.chains = True
                 timing.commits = commits_group(info)
+            by_number = self.by_number
+            if len(by_number) <= info.number:
+                by_number.extend([None] * (info.number + 1 - len(by_number)))
+            by_number[info.number] = timing
         return timing
 
     def tensor_rate(self, warpgroup: bool) -> float:

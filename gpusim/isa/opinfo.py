@@ -8,6 +8,12 @@ cost of those lookups): the opcode table makes them and nothing changes them aft
 
 from __future__ import annotations
 
+from typing import Final
+
+# A number for each opcode name this process has seen (init-time only): what the engine's per-opcode tables are
+# indexed by, a list read rather than a string hashed per instruction. Opcode names are few (hundreds at most).
+OPCODE_NUMBERS: Final[dict[str, int]] = {}
+
 
 class OpInfo:
     opcode: str  # the full name, modifiers included
@@ -18,6 +24,7 @@ class OpInfo:
     is_store: bool
     is_atomic: bool
     mma_flops: int  # FLOP per warp-instruction for MMA opcodes with a shape, 0 otherwise
+    number: int  # the opcode name's number in this process (OPCODE_NUMBERS): not a field, not compared or pickled
 
     def __init__(self, opcode: str, base: str, pipeline: str, space: str | None, width: int, is_store: bool,
                  is_atomic: bool, mma_flops: int) -> None:
@@ -29,6 +36,10 @@ class OpInfo:
         self.is_store = is_store
         self.is_atomic = is_atomic
         self.mma_flops = mma_flops
+        number = OPCODE_NUMBERS.get(opcode)
+        if number is None:
+            number = OPCODE_NUMBERS[opcode] = len(OPCODE_NUMBERS)
+        self.number = number
 
     @property
     def is_memory(self) -> bool:
