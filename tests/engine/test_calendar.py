@@ -1,14 +1,16 @@
 """The GPU clock's calendar: SMs come off it by cycle, and those due at the same cycle in the order they were
-scheduled, as a list per cycle with a heap of the cycles would give them (the rule SMs meet the shared units by)."""
+scheduled, as a list per cycle with a heap of the cycles would give them (the rule SMs meet the shared units by),
+also across the renumbering of its orders; a cycle beyond its range is an error, not a wrapped key."""
 
 from __future__ import annotations
 
 from heapq import heappop, heappush
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusim.engine.calendar import Calendar
+from gpusim.engine.calendar import LAST_CYCLE, Calendar
 
 
 class _ListsPerCycle:
@@ -33,11 +35,14 @@ class _ListsPerCycle:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.integers(0, 40), st.integers(0, 131)), max_size=300))
+@given(st.lists(st.tuples(st.sampled_from(["push", "pop", "renumber"]), st.integers(0, 40), st.integers(0, 131)),
+                max_size=300))
 def test_the_calendar_gives_sms_by_cycle_and_then_by_the_order_they_were_scheduled(steps):
     calendar, model = Calendar(), _ListsPerCycle()
-    for take, cycle, index in steps:
-        if take and len(calendar):
+    for what, cycle, index in steps:
+        if what == "renumber":  # (what a run does when its order counter runs out of bits)
+            calendar.renumber()
+        elif what == "pop" and len(calendar):
             cycle = calendar.earliest()
             assert (cycle, calendar.pop()) == model.pop()
         else:
@@ -47,3 +52,11 @@ def test_the_calendar_gives_sms_by_cycle_and_then_by_the_order_they_were_schedul
         cycle = calendar.earliest()
         assert (cycle, calendar.pop()) == model.pop()
     assert not model.cycles
+
+
+def test_a_cycle_beyond_the_calendars_range_is_an_error():
+    calendar = Calendar()
+    calendar.push(LAST_CYCLE, 1)
+    with pytest.raises(OverflowError, match="beyond the calendar's range"):
+        calendar.push(LAST_CYCLE + 1, 2)
+    assert (calendar.earliest(), calendar.pop()) == (LAST_CYCLE, 1)
