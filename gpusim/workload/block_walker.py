@@ -274,7 +274,17 @@ class BlockWalker(WarpWalker):
             (flat & node.bad_address_bits).any(axis=1).tolist(), flat.min(axis=1).tolist(), flat.max(axis=1).tolist())]
         bases = addrs[..., 0]
         offsets = addrs - bases[..., None]
-        keys = [self.address_keys(block_bases, offsets[at]) for at, block_bases in enumerate(bases.tolist())]
+        rows = offsets.reshape(blocks, -1, WARP_SIZE)
+        if (rows == rows[0, 0]).all():  # one lane pattern in every block, warp and repeat: made once for the batch
+            pattern = rows[0, 0].tobytes()
+            pool = self.offsets_pool
+            if len(pool) > OFFSETS_POOL_LIMIT:
+                pool.clear()
+            pattern = pool.setdefault(pattern, pattern)
+            keys = [[[(base, pattern) for base in warp_bases] for warp_bases in block_bases]
+                    for block_bases in bases.tolist()]
+        else:
+            keys = [self.address_keys(block_bases, offsets[at]) for at, block_bases in enumerate(bases.tolist())]
         return [addrs, keys, bad, blocks]
 
     def refill(self) -> bool:
