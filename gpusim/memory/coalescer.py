@@ -42,7 +42,10 @@ class Coalescer:
         self.line_bytes = line_bytes
         self.sector = sector
         self.sectors_per_line = line_bytes // sector
-        self.memo: dict[tuple[int, int, int, bytes], tuple[tuple[tuple[int, int], ...], int]] = {}
+        # by lane pattern (a shared bytes object, its hash kept), then by width, mask and offset in the line packed
+        # into one int: no tuple made or hashed per access
+        self.memo: dict[bytes, dict[int, tuple[tuple[tuple[int, int], ...], int]]] = {}
+        self.memo_size = 0
 
     def lines(self, base: int, offsets: bytes, width: int, mask: int) -> tuple[int, tuple[tuple[int, int], ...], int]:
         """(lane 0's line, ((line relative to it, mask of the sectors wanted in it), ...), number of sectors) for
@@ -51,17 +54,23 @@ class Coalescer:
         an access allocates nothing for it."""
         line_bytes = self.line_bytes
         base_line, offset = divmod(base, line_bytes)
-        key = (width, mask, offset, offsets)
-        pattern = self.memo.get(key)
+        by_pattern = self.memo.get(offsets)
+        if by_pattern is None:
+            by_pattern = self.memo[offsets] = {}
+        key = (mask << 16 | width) * line_bytes + offset
+        pattern = by_pattern.get(key)
         if pattern is None:
-            if len(self.memo) > MEMO_LIMIT:
+            if self.memo_size > MEMO_LIMIT:
                 self.memo.clear()
+                by_pattern = self.memo[offsets] = {}
+                self.memo_size = 0
+            self.memo_size += 1
             sectors = sector_list(np.frombuffer(offsets, dtype=np.int64) + offset, width, mask, self.sector)
             per_line = self.sectors_per_line
             by_line: dict[int, int] = {}
             for sec in sectors:
                 line = sec // per_line
                 by_line[line] = by_line.get(line, 0) | (1 << (sec - line * per_line))
-            pattern = self.memo[key] = (tuple(by_line.items()), len(sectors))
+            pattern = by_pattern[key] = (tuple(by_line.items()), len(sectors))
         relative, count = pattern
         return base_line, relative, count

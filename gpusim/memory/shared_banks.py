@@ -13,7 +13,10 @@ class SharedMemoryBanks:
     def __init__(self, banks: int, bank_width: int):
         self.banks = banks
         self.bank_width = bank_width
-        self.memo: dict[tuple[int, int, int, bytes], tuple[int, int]] = {}
+        # by lane pattern (a shared bytes object, its hash kept), then by width, atomic, mask and first lane's row
+        # offset packed into one int: no tuple made or hashed per access
+        self.memo: dict[bytes, dict[int, tuple[int, int]]] = {}
+        self.memo_size = 0
         # the bytes one row of the banks holds: moving every lane by a multiple of it moves no word to another bank
         # and keeps distinct words distinct, so an access's conflicts depend on its first lane's address modulo it
         self.row_bytes: int = banks * bank_width
@@ -24,14 +27,20 @@ class SharedMemoryBanks:
         atomic = info.is_atomic
         base, offsets = inst.address_key()
         # lane offsets are per-block patterns, shared objects: they repeat, and so do the first lane's rows
-        key = (info.width + (1 << 16 if atomic else 0), mask, base % self.row_bytes, offsets)
-        wf = self.memo.get(key)
+        by_pattern = self.memo.get(offsets)
+        if by_pattern is None:
+            by_pattern = self.memo[offsets] = {}
+        key = ((mask << 17 | info.width << 1 | (1 if atomic else 0)) * self.row_bytes) + base % self.row_bytes
+        wf = by_pattern.get(key)
         if wf is None:
-            if len(self.memo) > MEMO_LIMIT:
+            if self.memo_size > MEMO_LIMIT:
                 self.memo.clear()
+                by_pattern = self.memo[offsets] = {}
+                self.memo_size = 0
             count = atomic_wavefronts if atomic else wavefronts
-            wf = self.memo[key] = (count(inst.addrs, info.width, mask, self.banks, self.bank_width),
-                                   ideal_wavefronts(info.width, mask, self.banks, self.bank_width))
+            wf = by_pattern[key] = (count(inst.addrs, info.width, mask, self.banks, self.bank_width),
+                                    ideal_wavefronts(info.width, mask, self.banks, self.bank_width))
+            self.memo_size += 1
         return wf
 
     def passes(self, nbytes: int) -> int:
