@@ -236,12 +236,12 @@ class MemoryHierarchy:
         # load's latency counts its own requests')
         ready = l1.look_up(first, by_line, now, start + passes - 1 + self.l1_hit_latency, allocate, count)
         level = AT_L1
-        missing, missing_sectors = l1.missing, l1.missing_sectors
-        if missing:
+        missing, missing_sectors, missed = l1.missing, l1.missing_sectors, l1.missing_count
+        if missed:
             table, port, cache = l1.mshrs, self.ports[sm], l1.cache
-            busy += table.reserve(len(missing), now)
+            busy += table.reserve(missed, now)
             floor = self.earliest_request(now)
-            for k in range(len(missing)):
+            for k in range(missed):
                 line, mask = missing[k], missing_sectors[k]
                 leave = port.send(count[mask] * self.sector, now)
                 t, lvl = self._l2_access(line, mask, leave, write=False)
@@ -252,7 +252,7 @@ class MemoryHierarchy:
                     ready = t
                 if lvl > level:
                     level = lvl
-        if missing or not l1.merged_now:  # a load served only by misses already in flight made no trip of its own
+        if missed or not l1.merged_now:  # a load served only by misses already in flight made no trip of its own
             sums, counts = self.latency_sum, self.latency_count  # (item +=: boxed and generic, compiled)
             sums[level] = sums[level] + ready - now
             counts[level] = counts[level] + 1

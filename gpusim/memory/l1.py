@@ -9,6 +9,10 @@ never a hit), then against the cache; what is left goes to L2 through the SM's p
 
 from __future__ import annotations
 
+from librt import vecs
+from librt.vecs import vec
+from mypy_extensions import i64
+
 from .cache import SectoredCache
 from .mshr import MshrTable
 
@@ -20,9 +24,11 @@ class L1:
         self.mshrs = MshrTable(mshrs, line_bytes // sector_bytes)
         self.hit_latency: int = hit_latency
         self.data_free: int = 0  # the data stage's first free cycle
-        # the last look-up's misses: the lines and the sectors missed in each (side by side, reused)
-        self.missing: list[int] = []
-        self.missing_sectors: list[int] = []
+        # the last look-up's misses: the lines and the sectors missed in each, the first missing_count of them (side
+        # by side, native ints, reused)
+        self.missing: vec[i64] = vec[i64]()
+        self.missing_sectors: vec[i64] = vec[i64]()
+        self.missing_count: i64 = 0
         self.merged_now = 0  # sectors the last look-up merged with misses in flight
         # counters
         self.data_wavefronts = 0
@@ -41,14 +47,13 @@ class L1:
                 count: list[int]) -> int:
         """A load's lines (relative to line `first`, each with its sectors' mask) against the MSHRs and the cache
         at `now`: the cycle its merged sectors' data is back (no earlier than `ready`). The sectors missed are
-        left in `missing` / `missing_sectors`; `allocate` False (cp.async.cg) neither hits in the cache nor fills
+        left in `missing` / `missing_sectors` (the first `missing_count`); `allocate` False (cp.async.cg) neither hits in the cache nor fills
         it. `count`: sectors set in a mask, by mask."""
         table = self.mshrs
         mshr = table.entries
         ready_shift, sectors_mask = table.ready_shift, table.sectors
         missing, missing_sectors = self.missing, self.missing_sectors
-        missing.clear()
-        missing_sectors.clear()
+        held: i64 = 0
         cache = self.cache
         hits = merged = 0
         for relative, mask in by_line:
@@ -67,8 +72,14 @@ class L1:
             present = cache.probe(line, mask) if allocate else 0
             hits += count[present]
             if present != mask:
-                missing.append(line)
-                missing_sectors.append(mask & ~present)
+                if held < len(missing):
+                    missing[held] = line
+                    missing_sectors[held] = mask & ~present
+                else:
+                    missing = self.missing = vecs.append(missing, line)
+                    missing_sectors = self.missing_sectors = vecs.append(missing_sectors, mask & ~present)
+                held += 1
+        self.missing_count = held
         self.sector_hits += hits
         self.merged += merged
         self.merged_now = merged
