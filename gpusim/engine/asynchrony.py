@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..isa.inst import WarpInst
 from ..isa.tensor import mma_precision
 from ..errors import GpusimError
 from ..isa.opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, MBARRIER_ARRIVE, MBARRIER_INIT,
@@ -53,8 +54,8 @@ from ..isa.opcodes import (BULK, CLUSTER_ARRIVE, CLUSTER_WAIT, COMMIT, COPY, MBA
                                 TMEM_STORE_WAIT, UMMA, UMMA_COMMIT, WAIT_COPIES, WAIT_MMA, WARPS_PER_WARPGROUP)
 from ..stats.counters import LONG_SCOREBOARD, MATH_PIPE_THROTTLE, SHORT_SCOREBOARD, WAIT
 from . import clusters, tensor_memory
-from .timing import BOARDS
-from .warp import scoreboard_entry
+from .timing import BOARDS, OpTiming
+from .warp import Warp, scoreboard_entry
 
 PARKED = -1  # `issue`'s answer for a warp that waits on an mbarrier phase not yet complete
 
@@ -127,8 +128,8 @@ class BlockBarriers:
         self.parked = 0
 
 
-def _state(warp: Any) -> AsyncState:
-    state = warp.async_state
+def _state(warp: Warp) -> AsyncState:
+    state: AsyncState | None = warp.async_state
     if state is None:
         state = warp.async_state = AsyncState()
     return state
@@ -169,14 +170,14 @@ def _wait_groups(groups: list[int], pending: int) -> int:
     return until
 
 
-def issue(sp: Any, warp: Any, inst: Any, timing: Any, now: int, done: int) -> int:
+def issue(sp: Any, warp: Warp, inst: WarpInst, timing: OpTiming, now: int, done: int) -> int:
     """Carry out an asynchronous instruction that `warp` issues at `now` (`done`: when its own work completes: a
     copy's data in shared memory, an MMA's results). Returns 0, the cycle before which the warp's next
     instruction may not issue (its reason in sp.hold_reason), or PARKED."""
     if timing.refused:
         raise GpusimError(timing.refused)
     kind = timing.async_kind
-    operands = inst.operands
+    operands: Any = inst.operands
     if kind == COPY:
         state = _state(warp)
         if done > state.copy_open:
@@ -326,7 +327,7 @@ def _operand_bytes(opcode: str, a_in_registers: bool) -> int:
 def _bulk_copy(sp: Any, warp: Any, inst: Any, now: int) -> None:
     """One tile per active lane from its address; each lands its bytes on the instruction's mbarrier (with
     `multicast`: in each block it names, on that block's mbarrier of the name, from one read of L2)."""
-    operands = inst.operands
+    operands: Any = inst.operands
     targets = _destinations(sp, warp, inst)
     landing = [_barrier(warp, operands.barrier, inst.info.opcode, block) for block, _sm in targets]
     to = [sm.index for _block, sm in targets]
