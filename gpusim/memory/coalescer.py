@@ -42,6 +42,7 @@ class Coalescer:
         self.line_bytes = line_bytes
         self.sector = sector
         self.sectors_per_line = line_bytes // sector
+        self.line_bits: int = line_bytes.bit_length()  # a memo key's low bits: the first lane's offset in its line
         # by lane pattern (a shared bytes object, its hash kept), then by width, mask and offset in the line packed
         # into one int: no tuple made or hashed per access
         self.memo: dict[bytes, dict[int, tuple[tuple[tuple[int, int], ...], int]]] = {}
@@ -53,11 +54,12 @@ class Coalescer:
         the first lane's line is computed once per (width, mask, offset in the line, lane offsets) and shared, so
         an access allocates nothing for it."""
         line_bytes = self.line_bytes
-        base_line, offset = divmod(base, line_bytes)
+        base_line = base // line_bytes
+        offset = base % line_bytes  # (a product this large would take the slow path of a compiled int multiply)
         by_pattern = self.memo.get(offsets)
         if by_pattern is None:
             by_pattern = self.memo[offsets] = {}
-        key = (mask << 16 | width) * line_bytes + offset
+        key = (mask << 16 | width) << self.line_bits | offset
         pattern = by_pattern.get(key)
         if pattern is None:
             if self.memo_size > MEMO_LIMIT:

@@ -20,6 +20,7 @@ class SharedMemoryBanks:
         # the bytes one row of the banks holds: moving every lane by a multiple of it moves no word to another bank
         # and keeps distinct words distinct, so an access's conflicts depend on its first lane's address modulo it
         self.row_bytes: int = banks * bank_width
+        self.row_bits: int = self.row_bytes.bit_length()  # a memo key's low bits: the first lane's offset in its row
 
     def wavefronts(self, inst: WarpInst) -> tuple[int, int]:
         """(wavefronts a shared-memory access takes through the banks, the fewest its width and lanes allow)."""
@@ -30,7 +31,7 @@ class SharedMemoryBanks:
         by_pattern = self.memo.get(offsets)
         if by_pattern is None:
             by_pattern = self.memo[offsets] = {}
-        key = ((mask << 17 | info.width << 1 | (1 if atomic else 0)) * self.row_bytes) + base % self.row_bytes
+        key = (mask << 17 | info.width << 1 | (1 if atomic else 0)) << self.row_bits | base % self.row_bytes
         wf = by_pattern.get(key)
         if wf is None:
             if self.memo_size > MEMO_LIMIT:
