@@ -152,7 +152,7 @@ class GPU:
         if hierarchy is not None:
             hierarchy.horizon = float(now)
         while calendar.size:
-            t = calendar.earliest()
+            t: int = calendar.earliest()  # (an int, as the SMs' steps are: a mix of the two would be boxed, compiled)
             if t > now:
                 # a safe point: every SM is done with `now`; lax-synchronised, only where t enters a new window,
                 # when every SM has been stepped to the end of the one `now` is in

@@ -266,7 +266,7 @@ class SubPartition:
         lg_throttle). Its destinations are ready when the memory model says. Returns its asynchronous hold (see
         asynchrony.issue; 0: none)."""
         pipe = timing.pipe_index
-        drain = self.pipe_drain[pipe]
+        drain: int = self.pipe_drain[pipe]  # (an int, as `now` is: a mix of the two would be boxed, compiled)
         start = drain if drain > now else now
         ready_at: int
         busy: int
