@@ -246,7 +246,7 @@ def next_inst(stream: Any) -> WarpInst | None:
 
 def deal(queues: list[InstQueue], first_warp: int, block: int, info: OpInfo,
          rows: list[tuple[int, int, tuple[str, ...], tuple[str, ...], AsyncOperands | None, Any]], addrs: Any,
-         keys: list[list[tuple[int, bytes]]] | None) -> None:
+         keys: list[list[Any]] | None) -> None:
     """Append one chunk of a block walker's instructions, rows of (pc, mask, dst, src, operands, slots), to each
     warp's queue (slots: the registers' scoreboard slots, (dst, src)). Without addresses, one object per row serves
     every warp; else warp w gets row w * len(rows) + j of `addrs` (the chunk's addresses, one row of 32 lanes per
@@ -260,8 +260,10 @@ def deal(queues: list[InstQueue], first_warp: int, block: int, info: OpInfo,
         return
     assert keys is not None, "addresses come with their keys"
     count = len(rows)
-    for w, queue in enumerate(queues):
-        warp_keys = keys[w]
-        for j, (pc, mask, dst, src, operands, slots) in enumerate(rows):
-            queue.append(WarpInst(info, first_warp + w, block, pc, mask, dst, src, None, warp_keys[j], operands,
-                                  addrs, w * count + j, slots))
+    warps = len(queues)
+    for j in range(count):  # (row by row: each row's tuple is read once; every queue still gets its rows in order)
+        pc, mask, dst, src, operands, slots = rows[j]
+        for w in range(warps):
+            key: Any = keys[w][j]  # (the (base, pattern) tuple as it is: typed, it would be rebuilt per warp)
+            queues[w].append(WarpInst(info, first_warp + w, block, pc, mask, dst, src, None, key, operands, addrs,
+                                      w * count + j, slots))
