@@ -102,11 +102,12 @@ class L2Slice:
         `forget_by` (no later request can come before it: forgotten earlier, a request made before that, by an
         SM not yet stepped, would find the line's tags and take it as a hit)."""
         pending = self.pending
-        entry = pending.get(line)
+        at = pending.slot(line)
+        entry = pending.entry_at(at)
         shift = self.pending_shift
         if entry != MISSING and entry >> shift > now:
-            pending.put(line, max(back, entry >> shift) << shift | entry & self.pending_sectors | mask)
+            pending.put_at(at, line, max(back, entry >> shift) << shift | entry & self.pending_sectors | mask)
         else:
-            pending.put(line, back << shift | mask)
+            pending.put_at(at, line, back << shift | mask)
         if len(pending) > self.pending_limit:
             self.pending_limit = pending.keep_after(forget_by, shift)

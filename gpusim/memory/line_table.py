@@ -51,14 +51,21 @@ class LineTable:
 
     def get(self, line: int) -> int:
         """`line`'s entry, MISSING if it has none."""
-        at = self.slot(line)
+        return self.entry_at(self.slot(line))
+
+    def entry_at(self, at: i64) -> i64:
+        """The entry at slot `at` (slot's answer), MISSING if that slot is free."""
         if self.lines[at] == FREE:
             return MISSING
         return self.values[at]
 
     def put(self, line: int, value: int) -> None:
         """Set `line`'s entry to `value` (>= 0)."""
-        at = self.slot(line)
+        self.put_at(self.slot(line), line, value)
+
+    def put_at(self, at: i64, line: i64, value: i64) -> None:
+        """Set `line`'s entry to `value` (>= 0), `at` being slot(line) with the table unchanged since: a read and a
+        write of one line find its slot once."""
         if self.lines[at] == FREE:
             if 2 * (self.count + 1) > len(self.lines):
                 self.rebuild(_slots_for(self.count + 1), -1, 0)

@@ -62,13 +62,14 @@ class MshrTable:
         no later request comes before it (the entries back by then are stale for good)."""
         entries = self.entries
         ready_shift, level_shift = self.ready_shift, self.level_shift
-        inflight = entries.get(line)
+        slot = entries.slot(line)
+        inflight = entries.entry_at(slot)
         if inflight != MISSING and inflight >> ready_shift > now:  # other sectors of the line are in flight
             back = max(ready, inflight >> ready_shift)
             deepest = max(level, inflight >> level_shift & LEVEL_MASK)
-            entries.put(line, back << ready_shift | deepest << level_shift | inflight & self.sectors | mask)
+            entries.put_at(slot, line, back << ready_shift | deepest << level_shift | inflight & self.sectors | mask)
         else:
-            entries.put(line, ready << ready_shift | level << level_shift | mask)
+            entries.put_at(slot, line, ready << ready_shift | level << level_shift | mask)
             if len(entries) > self.forget_at:
                 self.forget_returned(floor)
         # into completion order: after the misses whose data is back no later (their order among equal cycles is
