@@ -1,7 +1,8 @@
 """A table from cache lines to one non-negative int each, in two flat arrays of native ints (librt's vec): open
 addressing with linear probing, the way the MSHRs and the L2 slices keep their lines in flight (the entry packs a
-cycle, a level and a sector mask). Entries are never removed one at a time: `keep_after` drops, in one pass, those
-whose cycle (the entry shifted down) is no later than a floor; the table then grows or shrinks to suit what is left.
+cycle, a level and a sector mask) and a highly associative cache finds a line's way. `keep_after` drops, in one
+pass, the entries whose cycle (the entry shifted down) is no later than a floor, and the table then grows or shrinks
+to suit what is left; `remove` drops one line (a cache's evicted one), moving back the entries that probed past it.
 """
 
 from __future__ import annotations
@@ -36,18 +37,42 @@ class LineTable:
     def __len__(self) -> int:
         return self.count
 
+    def home(self, line: i64) -> i64:
+        """The slot `line` is looked for from. Fibonacci hashing of the low 31 bits (the product stays below 2**63:
+        no native overflow), the rest folded in: consecutive lines land far apart, so runs of neighbouring lines do
+        not pile up into long probes."""
+        return ((line & 0x7FFFFFFF) * 0x9E3779B1 >> 24 ^ line >> 31) & self.mask
+
     def slot(self, line: i64) -> i64:
         """Where `line` is, or the free slot where it would go."""
         lines = self.lines
         mask = self.mask
-        # Fibonacci hashing of the low 31 bits (the product stays below 2**63: no native overflow), the rest folded
-        # in: consecutive lines land far apart, so runs of neighbouring lines do not pile up into long probes
-        at = ((line & 0x7FFFFFFF) * 0x9E3779B1 >> 24 ^ line >> 31) & mask
+        at = ((line & 0x7FFFFFFF) * 0x9E3779B1 >> 24 ^ line >> 31) & mask  # home(line), written out: no call
         while True:
             held = lines[at]
             if held == line or held == FREE:
                 return at
             at = (at + 1) & mask
+
+    def remove(self, line: i64) -> None:
+        """Drop `line`'s entry, if it has one: each entry after it in the run that probed past its slot moves back
+        into the hole (backward-shift deletion), so every entry stays reachable from its home without tombstones."""
+        lines, values, mask = self.lines, self.values, self.mask
+        hole = self.slot(line)
+        if lines[hole] == FREE:
+            return
+        at = hole
+        while True:
+            at = (at + 1) & mask
+            held = lines[at]
+            if held == FREE:
+                break
+            if (at - self.home(held)) & mask >= (at - hole) & mask:  # its home is not between the hole and it
+                lines[hole] = held
+                values[hole] = values[at]
+                hole = at
+        lines[hole] = FREE
+        self.count -= 1
 
     def get(self, line: int) -> int:
         """`line`'s entry, MISSING if it has none."""

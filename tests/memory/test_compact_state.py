@@ -1,6 +1,7 @@
 """The engine's compact state against the plain structures it stands for: a sectored LRU cache kept as flat arrays
-of native ints against a table per set in use order, a line table against a dict, a warp's scoreboard by register
-slot against a dict by name. Driven with operations hypothesis draws (lines crowding few sets, so sets fill and
+of native ints (scanned, or at 32 ways and more found through a line table, its sets in linked use order) against a
+table per set in use order, a line table against a dict, a warp's scoreboard by register slot against a dict by
+name. Driven with operations hypothesis draws (lines crowding few sets, so sets fill and
 evict), each must answer every question exactly as the plain one does."""
 
 from __future__ import annotations
@@ -61,6 +62,21 @@ _operation = st.tuples(st.sampled_from(["probe", "fill", "dirty"]), st.integers(
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from([(4, 2), (2, 4), (1, 8), (8, 1)]), st.lists(_operation, max_size=300))
 def test_a_cache_in_native_arrays_hits_and_evicts_as_lru_in_use_order(shape, operations):
+    _drive(shape, operations)
+
+
+_crowding = st.tuples(st.sampled_from(["probe", "fill", "dirty"]), st.integers(0, 150), st.integers(1, 15))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([(1, 32), (2, 32), (1, 64), (3, 40)]), st.lists(_crowding, max_size=600))
+def test_an_indexed_cache_hits_and_evicts_as_lru_in_use_order(shape, operations):
+    """Ways enough that look-ups go through the line table and evictions take the head of the set's use order."""
+    assert SectoredCache(shape[0] * shape[1] * 128, 128, 32, shape[1]).indexed
+    _drive(shape, operations)
+
+
+def _drive(shape, operations):
     sets, ways = shape
     cache = SectoredCache(sets * ways * 128, 128, 32, ways)
     plain = PlainLru(sets, ways, cache.dirty_shift)
@@ -79,14 +95,19 @@ def test_a_cache_in_native_arrays_hits_and_evicts_as_lru_in_use_order(shape, ope
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(st.tuples(st.just("put"), st.integers(0, 1 << 40), st.integers(0, 1 << 20)),
                           st.tuples(st.just("near"), st.integers(0, 300), st.integers(0, 1 << 20)),
-                          st.tuples(st.just("keep"), st.integers(0, 1 << 12), st.just(0))), max_size=400))
+                          st.tuples(st.just("keep"), st.integers(0, 1 << 12), st.just(0)),
+                          st.tuples(st.just("remove"), st.integers(0, 300), st.just(0))), max_size=400))
 def test_a_line_table_holds_what_a_dict_holds(operations):
-    """Puts of far and of neighbouring lines (runs that probe past each other), bulk drops past a floor."""
+    """Puts of far and of neighbouring lines (runs that probe past each other), single removals among them, bulk
+    drops past a floor."""
     table, plain = LineTable(), {}
     for kind, line, value in operations:
         if kind in ("put", "near"):
             table.put(line, value)
             plain[line] = value
+        elif kind == "remove":
+            table.remove(line)
+            plain.pop(line, None)
         else:
             table.keep_after(line, 8)  # (line: the floor here)
             plain = {k: v for k, v in plain.items() if v >> 8 > line}
