@@ -2,8 +2,9 @@
 the same schedule of wake-ups, with no work in the steps (the loop's own cost).
 
 The schedule: 132 SMs, each waking again 1 + a geometric number of cycles later (mean 4, as a busy SM's next
-issue or result), 2,000,000 steps in all, seeded. Three loops walk it: the calendar gpusim.engine.gpu uses (a list
-of the SMs due at each cycle and a heap of the cycles that have any), one simpy process per SM (`yield
+issue or result), 2,000,000 steps in all, seeded. Three loops walk it: the calendar gpusim.engine.gpu uses
+(gpusim.engine.calendar: a heap of native ints by cycle and the order the SMs were scheduled, compiled with the
+engine where it is; its push and pop called from this loop), one simpy process per SM (`yield
 env.timeout(gap)`, simpy's natural model) and one simpy process stepping all SMs (a timeout per distinct busy
 cycle). Each is timed best of three; the results go to validation/results/event-loop.json beside the engine's own
 rate on the same machine (gpusim bench's gemm), for scale.
@@ -35,23 +36,18 @@ def gaps() -> np.ndarray:
 
 
 def calendar(gap: list[int]) -> int:
-    """The engine's loop: SMs due at each cycle in a list, the cycles with any in a heap."""
-    due: dict[int, list[int]] = {0: list(range(SMS))}
-    cycles = [0]
+    """The engine's loop: its calendar, each SM pushed back at its next wake-up once stepped."""
+    from gpusim.engine.calendar import Calendar
+
+    due = Calendar()
+    for sm in range(SMS):
+        due.push(0, sm)
     step = 0
-    while cycles and step < STEPS:
-        t = heapq.heappop(cycles)
-        batch = due.pop(t)
-        for sm in batch:
-            if step >= STEPS:
-                break
-            nxt = t + gap[step]
-            step += 1
-            if nxt in due:
-                due[nxt].append(sm)
-            else:
-                due[nxt] = [sm]
-                heapq.heappush(cycles, nxt)
+    while len(due) and step < STEPS:
+        t = due.earliest()
+        sm = due.pop()
+        due.push(t + gap[step], sm)
+        step += 1
     return step
 
 
@@ -118,7 +114,7 @@ def best(loop, gap) -> float:
 def main() -> int:
     gap = gaps().tolist()
     rows = []
-    for name, loop in (("calendar (gpusim.engine.gpu)", calendar), ("simpy, a process per SM", simpy_per_sm),
+    for name, loop in (("calendar (gpusim.engine.calendar)", calendar), ("simpy, a process per SM", simpy_per_sm),
                        ("simpy, one process, a timeout per busy cycle", simpy_one_process)):
         seconds = best(loop, gap)
         rows.append({"loop": name, "seconds": round(seconds, 3), "ns_per_step": round(1e9 * seconds / STEPS, 1)})
