@@ -35,6 +35,10 @@ class L1:
         self.sector_hits = 0
         self.merged = 0
 
+    def last_misses(self) -> list[tuple[int, int]]:
+        """The last look-up's misses, in order: (line, the sectors missed in it)."""
+        return [(int(self.missing[k]), int(self.missing_sectors[k])) for k in range(self.missing_count)]
+
     def data_stage(self, wavefronts: int, now: int) -> int:
         """Queue `wavefronts` passes through the data stage (one a clock); the first one's cycle."""
         free = self.data_free

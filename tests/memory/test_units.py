@@ -79,14 +79,14 @@ def test_an_l2_slice_writes_an_evicted_dirty_line_back_to_its_own_channel():
 def test_an_l1_merges_with_its_misses_in_flight_and_reports_what_it_missed():
     l1 = L1(4 * 128, 128, 32, 4, 8, 30)
     ready = l1.look_up(100, ((0, 0b0011), (1, FULL)), now=0, ready=33, allocate=True, count=SECTOR_COUNT)
-    assert ready == 33 and l1.missing == [100, 101] and l1.missing_sectors == [0b0011, FULL]
+    assert ready == 33 and l1.last_misses() == [(100, 0b0011), (101, FULL)]
     l1.mshrs.add(100, 0b0011, 400, DRAM, 0, 0)  # the first line's sectors are in flight until 400
     ready = l1.look_up(100, ((0, 0b0111),), now=10, ready=43, allocate=True, count=SECTOR_COUNT)
     assert ready == 400 and l1.merged == 2  # its two sectors in flight: not before they arrive
-    assert l1.missing == [100] and l1.missing_sectors == [0b0100]  # the third is its own miss
+    assert l1.last_misses() == [(100, 0b0100)]  # the third is its own miss
     l1.cache.fill(101, FULL)
     l1.look_up(101, ((0, FULL),), now=20, ready=53, allocate=True, count=SECTOR_COUNT)
-    assert l1.sector_hits == 4 and l1.missing == []
+    assert l1.sector_hits == 4 and l1.last_misses() == []
 
 
 def test_an_mshr_entry_stays_in_flight_for_a_request_queued_behind_a_later_one():
@@ -96,9 +96,9 @@ def test_an_mshr_entry_stays_in_flight_for_a_request_queued_behind_a_later_one()
     l1.mshrs.add(100, FULL, 950, DRAM, 0, 0)
     assert l1.mshrs.reserve(1, 1000) == 0
     ready = l1.look_up(100, ((0, FULL),), now=900, ready=933, allocate=True, count=SECTOR_COUNT)
-    assert ready == 950 and l1.missing == [] and l1.merged == 4
+    assert ready == 950 and l1.last_misses() == [] and l1.merged == 4
     ready = l1.look_up(100, ((0, FULL),), now=960, ready=993, allocate=True, count=SECTOR_COUNT)
-    assert ready == 993 and l1.missing == [100]  # back by 960: no longer in flight (and not yet filled)
+    assert ready == 993 and [line for line, _ in l1.last_misses()] == [100]  # back by 960: no longer in flight (and not yet filled)
 
 
 def test_an_mshr_table_waits_for_the_entry_that_frees_room_and_forgets_returned_entries():
