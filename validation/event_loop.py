@@ -114,7 +114,8 @@ def best(loop, gap) -> float:
 def main() -> int:
     gap = gaps().tolist()
     rows = []
-    for name, loop in (("calendar (gpusim.engine.calendar, from Python)", calendar), ("simpy, a process per SM", simpy_per_sm),
+    for name, loop in (("calendar (gpusim.engine.calendar, from Python)", calendar),
+                       ("simpy, a process per SM", simpy_per_sm),
                        ("simpy, one process, a timeout per busy cycle", simpy_one_process)):
         seconds = best(loop, gap)
         rows.append({"loop": name, "seconds": round(seconds, 3), "ns_per_step": round(1e9 * seconds / STEPS, 1)})

@@ -128,9 +128,9 @@ class GPU:
         """The SM-level event loop: each SM says when it next has work (a warp can issue, a result arrives, a
         block starts); SMs due at the same cycle run in the order they were scheduled, and simulated time advances
         straight to the next such cycle. (A process per SM on a generic event heap, simpy's, costs several times
-        the calendar's work per SM step: measured in validation/results/event-loop.json.) `poll(cycle)`, if given, is called every
-        POLL_STEPS SM steps, once every SM is done with the cycle (a safe point; lax-synchronised, the last cycle
-        of a window); when it returns True the loop ends there.
+        the calendar's work per SM step: measured in validation/results/event-loop.json.) `poll(cycle)`, if given,
+        is called every POLL_STEPS SM steps, once every SM is done with the cycle (a safe point; lax-synchronised,
+        the last cycle of a window); when it returns True the loop ends there.
 
         With a synchronisation window W > 1 (lax synchronisation, as in Graphite, Miller et al., HPCA 2010, and
         the bound phase of ZSim, Sanchez and Kozyrakis, ISCA 2013), an SM stepped at cycle t goes on stepping

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Final
 
 # A number for each opcode name this process has seen (init-time only): what the engine's per-opcode tables are
-# indexed by, a list read rather than a string hashed per instruction. Opcode names are few (hundreds at most).
+# indexed by, a list read rather than a string hashed per instruction. A process keeps every name it has seen (a
+# kernel has tens; a long-lived process running many kernels, a few hundred).
 OPCODE_NUMBERS: Final[dict[str, int]] = {}
 
 

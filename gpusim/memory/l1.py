@@ -51,8 +51,8 @@ class L1:
                 count: list[int]) -> int:
         """A load's lines (relative to line `first`, each with its sectors' mask) against the MSHRs and the cache
         at `now`: the cycle its merged sectors' data is back (no earlier than `ready`). The sectors missed are
-        left in `missing` / `missing_sectors` (the first `missing_count`); `allocate` False (cp.async.cg) neither hits in the cache nor fills
-        it. `count`: sectors set in a mask, by mask."""
+        left in `missing` / `missing_sectors` (the first `missing_count`; `last_misses` reads them); `allocate`
+        False (cp.async.cg) neither hits in the cache nor fills it. `count`: sectors set in a mask, by mask."""
         table = self.mshrs
         mshr = table.entries
         ready_shift, sectors_mask = table.ready_shift, table.sectors

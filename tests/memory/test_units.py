@@ -98,7 +98,8 @@ def test_an_mshr_entry_stays_in_flight_for_a_request_queued_behind_a_later_one()
     ready = l1.look_up(100, ((0, FULL),), now=900, ready=933, allocate=True, count=SECTOR_COUNT)
     assert ready == 950 and l1.last_misses() == [] and l1.merged == 4
     ready = l1.look_up(100, ((0, FULL),), now=960, ready=993, allocate=True, count=SECTOR_COUNT)
-    assert ready == 993 and [line for line, _ in l1.last_misses()] == [100]  # back by 960: no longer in flight (and not yet filled)
+    # back by 960: no longer in flight (and not yet filled)
+    assert ready == 993 and [line for line, _ in l1.last_misses()] == [100]
 
 
 def test_an_mshr_table_waits_for_the_entry_that_frees_room_and_forgets_returned_entries():
