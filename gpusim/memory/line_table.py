@@ -33,10 +33,6 @@ class LineTable:
         self.values: vec[i64] = vec[i64]([0] * slots)
         self.mask: i64 = slots - 1
         self.count: i64 = 0
-        # the arrays a rebuild left behind, reused by the next one of the same size (a value under a free slot is
-        # never read, so only the lines are cleared): no new arrays, made through lists, at every bulk drop
-        self.spare_lines: vec[i64] = vec[i64]()
-        self.spare_values: vec[i64] = vec[i64]()
 
     def __len__(self) -> int:
         return self.count
@@ -119,15 +115,8 @@ class LineTable:
                 kept += 1
         if slots == 0:
             slots = _slots_for(kept)
-        if len(self.spare_lines) == slots:
-            spare = self.spare_lines
-            for at in range(slots):
-                spare[at] = FREE
-            self.lines, self.values = spare, self.spare_values
-        else:
-            self.lines = vec[i64]([FREE] * slots)
-            self.values = vec[i64]([0] * slots)
-        self.spare_lines, self.spare_values = old_lines, old_values
+        self.lines = vec[i64]([FREE] * slots)
+        self.values = vec[i64]([0] * slots)
         self.mask = slots - 1
         self.count = 0
         lines, values = self.lines, self.values
