@@ -44,15 +44,16 @@ class SectoredCache:
         self.dirty_shift = self.sectors_per_line
         self.evicted_line = -1  # the line the last fill evicted with dirty sectors (see fill)
         self.indexed: bool = self.ways >= INDEXED_WAYS
-        # indexed: line -> way; per set, how many ways it has filled and its least and most recently used way; per
-        # way, the ways used just before and just after it (NONE at the ends)
-        self.index = LineTable(count if self.indexed else 0)
+        # indexed: line -> way (growing with the lines held: an L1 that only cp.async.cg bypasses keeps it small);
+        # per set, how many ways it has filled and its least and most recently used way; per way, the ways used just
+        # before and just after it (NONE at the ends; made at the first fill)
+        self.index = LineTable()
         sets = self.sets if self.indexed else 0
         self.filled: vec[i64] = vec[i64]([0] * sets)
         self.oldest: vec[i64] = vec[i64]([NONE] * sets)
         self.newest: vec[i64] = vec[i64]([NONE] * sets)
-        self.older: vec[i64] = vec[i64]([NONE] * (count if self.indexed else 0))
-        self.newer: vec[i64] = vec[i64]([NONE] * (count if self.indexed else 0))
+        self.older: vec[i64] = vec[i64]()
+        self.newer: vec[i64] = vec[i64]()
 
     def lines(self) -> list[tuple[int, int]]:
         """Every line held, with its state: (line, valid | dirty << dirty_shift), set by set (for end-of-kernel
@@ -127,6 +128,9 @@ class SectoredCache:
 
     def fill_indexed(self, line: i64, mask: i64, dirty: bool) -> int:
         """fill, through the line table and the sets' use order."""
+        if not len(self.older):
+            self.older = vec[i64]([NONE] * len(self.line_of))
+            self.newer = vec[i64]([NONE] * len(self.line_of))
         s = line % self.sets
         index = self.index
         at = index.slot(line)
