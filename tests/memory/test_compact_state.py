@@ -136,3 +136,16 @@ def test_a_scoreboard_by_slot_reads_as_one_by_name():
     assert operands_ready(board, late, 10)[0] == 90  # its destination's pending write
     reader = WarpInst(info, 0, 0, 32, 0xFFFFFFFF, ("r_compact_b",), ("r_compact_a", "r_compact_c"), None)
     assert operands_ready(board, reader, 10)[0] == 50 and operands_ready(board, reader, 70)[0] == 70
+
+
+def test_a_line_table_removal_moves_back_a_run_that_wrapped_past_the_end():
+    """Lines whose home is the last slot probe on into slots 0, 1, ...: removing the first keeps the rest found."""
+    table = LineTable()
+    last = table.mask
+    homed = [line for line in range(200_000) if table.home(line) == last][:3]
+    others = [line for line in range(200_000) if table.home(line) == 0][:1]
+    for value, line in enumerate(homed + others):
+        table.put(line, value)
+    table.remove(homed[0])
+    assert [table.get(line) for line in homed] == [MISSING, 1, 2]
+    assert table.get(others[0]) == 3 and len(table) == 3
