@@ -10,9 +10,10 @@ its set's ways, which lie in one or two host cache lines for an L2 set; the leas
 with the smallest stamp. An L2 of 400,000 lines takes 9.6 MB this way, where a table of objects per line took
 several times that, spread over the host's memory.
 
-A cache of INDEXED_WAYS ways or more (an L1 of 64) is not scanned: a line table finds a line's way, each set keeps
-its ways in use order as a list linked both ways (its least recently used line, the one with the smallest stamp,
-at the head), and a set fills its ways in order (a way is never emptied). It answers exactly as the scan does.
+A cache of INDEXED_WAYS ways or more (an L1 of 64) is not scanned and keeps no stamps: a line table finds a line's
+way, each set keeps its ways in use order as a list linked both ways (its least recently used line, the one the
+scan would find with the smallest stamp, at the head), and a set fills its ways in order (a way is never emptied).
+It answers exactly as the scan does.
 """
 
 from __future__ import annotations
@@ -39,11 +40,12 @@ class SectoredCache:
         count = self.sets * self.ways
         self.line_of: vec[i64] = vec[i64]([EMPTY] * count)  # per way: its line
         self.state_of: vec[i64] = vec[i64]([0] * count)  # per way: valid sectors | dirty sectors << dirty_shift
-        self.used_at: vec[i64] = vec[i64]([0] * count)  # per way: the clock at its last use (LRU: the smallest)
+        self.indexed: bool = self.ways >= INDEXED_WAYS
+        # per way, scanned: the clock at its last use (LRU: the smallest)
+        self.used_at: vec[i64] = vec[i64]([0] * (0 if self.indexed else count))
         self.clock: i64 = 0
         self.dirty_shift = self.sectors_per_line
         self.evicted_line = -1  # the line the last fill evicted with dirty sectors (see fill)
-        self.indexed: bool = self.ways >= INDEXED_WAYS
         # indexed: line -> way (growing with the lines held: an L1 that only cp.async.cg bypasses keeps it small);
         # per set, how many ways it has filled and its least and most recently used way; per way, the ways used just
         # before and just after it (NONE at the ends; made at the first fill)
@@ -94,8 +96,6 @@ class SectoredCache:
                 return 0
             present = int(self.state_of[found]) & mask
             if present:
-                self.clock += 1
-                self.used_at[found] = self.clock
                 self.use(found, target % self.sets)
             return present
         line_of = self.line_of
@@ -166,8 +166,6 @@ class SectoredCache:
             state = state | mask << self.dirty_shift
         self.line_of[way] = line
         self.state_of[way] = state
-        self.clock += 1
-        self.used_at[way] = self.clock
         return evicted
 
     def fill(self, line: int, mask: int, dirty: bool = False) -> int:

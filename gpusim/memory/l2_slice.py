@@ -9,7 +9,6 @@ channel. What is still dirty when the kernel ends is reported (gpusim__l2_dirty_
 
 from __future__ import annotations
 
-
 from .cache import SectoredCache
 from .dram_channel import DramChannel
 from .l2_tags import line_hash, update_tags

@@ -185,14 +185,12 @@ class BlockWalker(WarpWalker):
         """Per warp and repeat, (lane 0's address, every lane's offset from it as int64 bytes), from the block's
         lane-0 addresses `bases` (warps x repeats) and `offsets` (warps, repeats, 32), one bytes object per pattern
         (shared through `offsets_pool`)."""
+        rows = offsets.reshape(-1, WARP_SIZE)
+        if (rows == rows[0]).all():  # one lane pattern in every warp and repeat (a tile's rows, say): made once
+            return self.pattern_keys(bases, rows[0])
         pool = self.offsets_pool
         if len(pool) > OFFSETS_POOL_LIMIT:
             pool.clear()
-        rows = offsets.reshape(-1, WARP_SIZE)
-        if (rows == rows[0]).all():  # one lane pattern in every warp and repeat (a tile's rows, say): made once
-            pattern = rows[0].tobytes()
-            pattern = pool.setdefault(pattern, pattern)
-            return [[(base, pattern) for base in warp_bases] for warp_bases in bases]
         data = offsets.tobytes()
         size = WARP_SIZE * 8
         keys = []
@@ -205,6 +203,16 @@ class BlockWalker(WarpWalker):
                 at += size
             keys.append(warp_keys)
         return keys
+
+    def pattern_keys(self, bases: list, row: Any) -> list:
+        """address_keys where every warp and repeat has the lane offsets `row` (32 of them): one bytes object,
+        shared through `offsets_pool`."""
+        pool = self.offsets_pool
+        if len(pool) > OFFSETS_POOL_LIMIT:
+            pool.clear()
+        pattern = row.tobytes()
+        pattern = pool.setdefault(pattern, pattern)
+        return [[(base, pattern) for base in warp_bases] for warp_bases in bases]
 
     def batched_addresses(self, node: Instr, first: int, count: int) -> Any:
         """block_addresses for an address that reads per-block names, from the batch of BLOCK_BATCH blocks this
@@ -275,14 +283,8 @@ class BlockWalker(WarpWalker):
         bases = addrs[..., 0]
         offsets = addrs - bases[..., None]
         rows = offsets.reshape(blocks, -1, WARP_SIZE)
-        if (rows == rows[0, 0]).all():  # one lane pattern in every block, warp and repeat: made once for the batch
-            pattern = rows[0, 0].tobytes()
-            pool = self.offsets_pool
-            if len(pool) > OFFSETS_POOL_LIMIT:
-                pool.clear()
-            pattern = pool.setdefault(pattern, pattern)
-            keys = [[[(base, pattern) for base in warp_bases] for warp_bases in block_bases]
-                    for block_bases in bases.tolist()]
+        if (rows == rows[0, 0]).all():  # one lane pattern in every block, warp and repeat: compared once a batch
+            keys = [self.pattern_keys(block_bases, rows[0, 0]) for block_bases in bases.tolist()]
         else:
             keys = [self.address_keys(block_bases, offsets[at]) for at, block_bases in enumerate(bases.tolist())]
         return [addrs, keys, bad, blocks]
