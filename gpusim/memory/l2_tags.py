@@ -1,6 +1,5 @@
 """An L2 line's place and its tags under an access: which slice and DRAM channel serve a line, how an access
-changes the tags of a sectored, write-back L2 (the L2's own, and its shadow's in a sampled run), and when a slice's
-record of its lines in flight is pruned."""
+changes the tags of a sectored, write-back L2 (the L2's own, and its shadow's in a sampled run)."""
 
 from __future__ import annotations
 
@@ -25,10 +24,3 @@ def update_tags(cache: SectoredCache, line: int, mask: int, missing: int, write:
         return evicted
     return cache.fill(line, mask, dirty=True) if write else 0
 
-
-def forget_returned(pending: dict[int, int], floor: int, shift: int) -> int:
-    """Drop from a slice's lines in flight (line -> cycle back << `shift` | sectors) those back by `floor`; return
-    the size at which to prune again (twice what is left, and some)."""
-    for returned in [k for k, e in pending.items() if e >> shift <= floor]:
-        del pending[returned]
-    return 2 * len(pending) + 1024

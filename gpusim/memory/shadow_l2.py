@@ -10,14 +10,16 @@ and the others meet its line in flight). Of the L2's own size it counts exactly 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from .cache import SectoredCache
 from .l2_contents import dirty_bytes_in
-from .l2_tags import forget_returned, update_tags
+from .l2_tags import update_tags
+from .line_table import MISSING, LineTable
 
-SHIFT = 16  # a pending entry: (cycle back) << SHIFT | the sectors in flight (at most 16 a line)
-SECTORS = (1 << SHIFT) - 1
+SHIFT: Final = 16  # a pending entry: (cycle back) << SHIFT | the sectors in flight (at most 16 a line)
+SECTORS: Final = (1 << SHIFT) - 1
+PRUNE_AGAIN: Final = 1024  # entries beyond twice what a pass kept at which a slice's lines in flight are pruned again
 
 
 class ShadowL2:
@@ -52,9 +54,9 @@ class ShadowL2:
         self.sector = sector
         self.sector_count = sector_count
         self.miss_cycles = miss_cycles
-        # its own lines in flight, by slice: line -> (cycle back) << SHIFT | sectors
-        self.pending: list[dict[int, int]] = [{} for _ in range(slices)]
-        self.pending_limit: list[int] = [1024] * slices
+        # its own lines in flight, by slice: line -> (cycle back) << SHIFT | sectors (a table of native ints)
+        self.pending: list[LineTable] = [LineTable() for _ in range(slices)]
+        self.pending_limit: list[int] = [PRUNE_AGAIN] * slices
         self.recent_window = 0  # hits this close to their sectors' fill are counted (MemoryHierarchy.count_recent_fills)
         self.recent_hits = 0
         self.dram_read = 0
@@ -71,19 +73,19 @@ class ShadowL2:
         before it (an entry is forgotten once back by then, and past its recent window)."""
         cache = self.slices[index]
         pending = self.pending[index]
-        key: Any = line  # compiled: boxed once for the dict operations below
-        entry = pending.get(key)
+        at = pending.slot(line)
+        entry = pending.entry_at(at)
         window = self.recent_window
-        if entry is not None and (entry >> SHIFT) + window <= now:
-            entry = None  # neither in flight nor a recent fill
-        if entry is not None and entry >> SHIFT > now:
+        if entry != MISSING and (entry >> SHIFT) + window <= now:
+            entry = MISSING  # neither in flight nor a recent fill
+        if entry != MISSING and entry >> SHIFT > now:
             inflight |= entry & mask
         inflight &= mask
         present = cache.probe(line, mask & ~inflight)
         count = self.sector_count
         self.hits += count[present]
         self.merged += count[inflight]
-        if present and window and entry is not None:
+        if present and window and entry != MISSING:
             self.recent_hits += count[present & entry]
         missing = mask & ~inflight & ~present
         if missing and not (write and not atomic):
@@ -91,12 +93,14 @@ class ShadowL2:
             # back when the L2's own read is (the sectors it missed too), or `miss_cycles` after the L2's hit
             back = answer + self.miss_cycles if missing & ~l2_missing else answer
             sectors = missing
-            if entry is not None and entry >> SHIFT > now:  # still in flight: one fill, its sectors and the new
+            if entry != MISSING and entry >> SHIFT > now:  # still in flight: one fill, its sectors and the new
                 back = max(back, entry >> SHIFT)
                 sectors |= entry & SECTORS
-            pending[key] = back << SHIFT | sectors
+            pending.put_at(at, line, back << SHIFT | sectors)
             if len(pending) > self.pending_limit[index]:
-                self.pending_limit[index] = forget_returned(pending, floor - window, SHIFT)
+                # (what is back by the floor, less the recent window, is stale for every later request)
+                pending.rebuild(0, floor - window, SHIFT)
+                self.pending_limit[index] = 2 * len(pending) + PRUNE_AGAIN
         evicted = update_tags(cache, line, mask, missing, write, atomic)
         if evicted:
             self.dram_write += count[evicted] * self.sector
