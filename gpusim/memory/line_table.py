@@ -99,22 +99,23 @@ class LineTable:
             self.count += 1
         self.values[at] = value
 
-    def keep_after(self, floor: int, shift: int) -> int:
-        """Drop the entries whose value >> shift is no later than `floor`; the size at which to drop again (twice
-        what is left, and some: the table stays small, in the host's caches, and the passes stay rare)."""
-        self.rebuild(0, floor, shift)
-        return 2 * self.count + KEEP_AGAIN
+    def keep_after(self, floor: int, shift: int, again: int = KEEP_AGAIN) -> int:
+        """Drop the entries whose value >> shift is no later than `floor`; the size at which to drop again: twice
+        what is left, and `again` (the table stays small, in the host's caches, and the passes stay rare). The
+        table is sized to reach that size without growing on the way."""
+        self.rebuild(0, floor, shift, again)
+        return 2 * self.count + again
 
-    def rebuild(self, slots: i64, floor: i64, shift: i64) -> None:
-        """Re-place the entries into `slots` slots (0: as many as what is kept needs), keeping those whose value >>
-        shift is later than `floor`."""
+    def rebuild(self, slots: i64, floor: i64, shift: i64, again: i64 = 0) -> None:
+        """Re-place the entries into `slots` slots, keeping those whose value >> shift is later than `floor` (slots
+        0: as many as twice what is kept, and `again` entries besides, need)."""
         old_lines, old_values = self.lines, self.values
         kept: i64 = 0
         for at in range(len(old_lines)):
             if old_lines[at] != FREE and old_values[at] >> shift > floor:
                 kept += 1
         if slots == 0:
-            slots = _slots_for(kept)
+            slots = _slots_for(2 * kept + again)
         self.lines = vec[i64]([FREE] * slots)
         self.values = vec[i64]([0] * slots)
         self.mask = slots - 1

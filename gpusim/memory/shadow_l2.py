@@ -99,8 +99,7 @@ class ShadowL2:
             pending.put_at(at, line, back << SHIFT | sectors)
             if len(pending) > self.pending_limit[index]:
                 # (what is back by the floor, less the recent window, is stale for every later request)
-                pending.rebuild(0, floor - window, SHIFT)
-                self.pending_limit[index] = 2 * len(pending) + PRUNE_AGAIN
+                self.pending_limit[index] = pending.keep_after(floor - window, SHIFT, PRUNE_AGAIN)
         evicted = update_tags(cache, line, mask, missing, write, atomic)
         if evicted:
             self.dram_write += count[evicted] * self.sector

@@ -150,25 +150,48 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
             update(base[0] + blocks, cycle, base[1] + insts)
         return interrupt is not None and bool(interrupt())
 
+    def pilot_runs(pilot: Point, short: Point | None) -> tuple[RunResult, RunResult | None]:
+        """The pilot's run and, where it has one, its run at no trips: side by side where there are cores (they
+        are independent), else one after another in this process."""
+        if short is not None:
+            pair = [pilot, short]
+
+            def task(k: int) -> RunResult:
+                done = [0, 0]
+
+                def report(blocks: int, cycle: int, insts: int) -> None:
+                    parallel.report_done(insts - done[0], blocks - done[1], cycle)
+                    done[:] = insts, blocks
+
+                return reduced(pair[k], report if k == 0 else None)
+
+            both = parallel.map_runs(task, 2, parallel.default_jobs(2), [0, 1], waiting)
+            if both is not None:
+                return both[0], both[1]
+        first_run = reduced(pilot, report_in_turn, interrupt)
+        if first_run.partial:
+            raise parallel.RunsInterrupted
+        if short is None:
+            return first_run, None
+        second_run = reduced(short, None, interrupt)
+        if second_run.partial:
+            raise parallel.RunsInterrupted
+        return first_run, second_run
+
     try:
         pilot_run = short_run = None
         first = -1  # a point run in this process before the others: a trips plan's check run (it sizes the shadow)
-        if pilot is not None:  # in this process, before the others: they need its cycles
-            pilot_run = reduced(pilot, report_in_turn, interrupt)
-            if pilot_run.partial:
-                raise parallel.RunsInterrupted
+        if pilot is not None:  # before the others: they need its cycles
+            # the spread is the pilot's trips alone, without its fixed start and end (prologue, first loads,
+            # epilogue): the same run at 0 trips (1 for an odd count: see ring_trips) has them alone.
+            # gemm_hopper_ws 8192^3 on h100: 11,081
+            # cycles for 2 trips of the tail, 8,976 of them its fixed part; spread over all of it, the tail's
+            # clusters waited on pairs of SMs a wave freed far apart, +15% against the full run (-2.4% over the
+            # trips' 2,105)
+            short = no_trip_point(pilot, plan) if pilot.trips else None
+            pilot_run, short_run = pilot_runs(pilot, short)
             stagger = int(pilot_run.metrics["gpu_sim_cycle"])
-            if pilot.trips:
-                # the spread is the pilot's trips alone, without its fixed start and end (prologue, first loads,
-                # epilogue): the same run at 0 trips (1 for an odd count: see ring_trips) has them alone.
-                # gemm_hopper_ws 8192^3 on h100: 11,081
-                # cycles for 2 trips of the tail, 8,976 of them its fixed part; spread over all of it, the tail's
-                # clusters waited on pairs of SMs a wave freed far apart, +15% against the full run (-2.4% over the
-                # trips' 2,105)
-                short = no_trip_point(pilot, plan)
-                short_run = reduced(short, None, interrupt)
-                if short_run.partial:
-                    raise parallel.RunsInterrupted
+            if short is not None and short_run is not None:
                 stagger = trips_spread(stagger, short_run.metrics["gpu_sim_cycle"], pilot.trips - (short.trips or 0))
             # the pilot's reads a trip include what the program reads before its loop (a pipeline's prologue: 5
             # tiles read in gemm_tile128's 2 trips, against 2 in its loop); the run at 0 trips reads that alone

@@ -9,7 +9,7 @@ yields a Diverge: its two sides as walkers of their own, sharing the warp's live
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterator
+from typing import Any, Final, Iterator
 
 import numpy as np
 
@@ -23,9 +23,9 @@ from .program import (BRA_INFO, BSSY_INFO, BSYNC_INFO, EXIT_INFO, If, Instr, Loo
                       register_placeholders)
 from .yamlio import WorkloadError
 
-REGISTER_CACHE_LIMIT = 4096  # resolved register-name lists kept per kernel
-REPEAT_CHUNK = 256  # repeats whose addresses are evaluated together (bounds memory for huge repeats)
-_ONE_WARP = (1, WARP_SIZE)  # the address shape of one warp's one instruction
+REGISTER_CACHE_LIMIT: Final = 4096  # resolved register-name lists kept per kernel
+REPEAT_CHUNK: Final = 256  # repeats whose addresses are evaluated together (bounds memory for huge repeats)
+_ONE_WARP: Final = (1, WARP_SIZE)  # the address shape of one warp's one instruction
 
 
 def _placeholder_value(expr: Any, env: dict) -> int:
@@ -47,7 +47,7 @@ def resolve_registers(names: tuple[str, ...], templates: dict, env: dict) -> tup
 
 # what _operand_names (and the block walker's _row_names) answer for operands or rows that draw random numbers
 # (never cached)
-DRAWN_AT_RANDOM = ("<random>",)
+DRAWN_AT_RANDOM: Final = ("<random>",)
 
 
 def _operand_names(node: Instr) -> tuple[str, ...]:
