@@ -89,7 +89,8 @@ class WarpInst:
 
     def __init__(self, info: OpInfo, warp: int | None, block: int, pc: int, mask: int, dst: tuple[str, ...],
                  src: tuple[str, ...], addrs: Any, address_key: tuple[int, bytes] | None = None,
-                 operands: AsyncOperands | None = None, rows: Any = None, row: int = 0, slots: Any = None):
+                 operands: AsyncOperands | None = None, rows: Any = None, row: int = 0,
+                 slots: tuple[vec[i64], vec[i64]] | None = None):
         """`slots`: (dst_slots, src_slots), the registers' scoreboard slots (None: looked up from the names)."""
         self.info = info
         self.warp_id: int = -1 if warp is None else warp  # (a native int: no object per instruction)
