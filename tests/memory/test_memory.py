@@ -228,6 +228,32 @@ def test_a_shadow_l2_of_the_l2s_own_size_counts_exactly_its_dram_traffic(workloa
     assert not any("shadow" in k for k in plain)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 15), st.integers(0, 3), st.integers(0, 20), st.booleans(),
+                          st.booleans()), min_size=1, max_size=300), st.integers(0, 60))
+def test_a_shadow_l2_counts_the_same_whenever_it_prunes_its_lines_in_flight(accesses, window):
+    """A shadow L2's lines in flight are pruned of those back by the floor less its recent window (no later request
+    can see them): pruned at every access or never, it counts the same hits, merges, recent hits and DRAM bytes."""
+    from types import SimpleNamespace
+
+    from gpusim.memory.shadow_l2 import ShadowL2
+
+    spec = SimpleNamespace(line_bytes=128, sector_bytes=32, associativity=2)
+    count = [bin(m).count("1") for m in range(16)]
+
+    def counts(prune: bool) -> dict:
+        shadow = ShadowL2(spec, 2, 2, 1024, 32, count, 30)
+        shadow.recent_window = window
+        now = 0
+        for line, mask, step, delay, write, l2_missed in accesses:
+            now += step
+            shadow.pending_limit = [0 if prune else 1 << 40] * 2
+            shadow.access(line % 2, line, mask, 0, write, 0, now, now + delay, mask if l2_missed else 0, now)
+        return shadow.metrics()
+
+    assert counts(True) == counts(False)
+
+
 def test_a_reduced_run_counts_the_l2_hits_close_to_their_lines_fill_and_a_shadow_of_its_size_the_same():
     """A sampled run's reduced runs (block_limit) count the L2 hits on sectors filled from DRAM less than the DRAM's
     latency plus the run's start spread before (they would merge with the fill where the blocks sharing the line
