@@ -26,10 +26,10 @@ ADDRESS_CACHE_LIMIT: Final = 1024  # block-invariant address chunks kept per ker
 OFFSETS_POOL_LIMIT: Final = 4096  # distinct lane-offset patterns kept per kernel's streams
 ROW_CACHE_LIMIT: Final = 4096  # instruction-row chunks kept per kernel
 BLOCK_BATCH: Final = 16  # blocks whose per-block addresses are evaluated together (consecutive indices)
-BATCH_CACHE_LIMIT: Final = 512  # batches of per-block addresses kept per kernel's streams (each freed once its blocks took it)
+BATCH_CACHE_LIMIT: Final = 512  # per-block address batches kept per kernel's streams (freed once its blocks took it)
 _SAME_IN_EVERY_BLOCK: Final = WARP_IN_BLOCK | {"lane", "rep"}  # a block walker's arrays for these never change
 _PER_BLOCK: Final = ("<per block>",)  # block_addresses' mark for an address that reads a per-block name (never cached)
-_UNBATCHED: Final = ("<unbatched>",)  # batched_addresses' mark for an address evaluated block by block (random, or refused)
+_UNBATCHED: Final = ("<unbatched>",)  # batched_addresses' mark: an address evaluated block by block (random, refused)
 
 
 def _plain_values(env: dict, names: tuple[str, ...]) -> tuple | None:
