@@ -89,15 +89,16 @@ class TimingTable:
 
     def __init__(self, spec: ArchSpec):
         self.spec = spec
-        self.cache: dict[str, OpTiming] = {}  # opcode -> timing
-        self.by_number: list[OpTiming | None] = []  # the same, by the opcode's number (read on the hot path)
+        self.by_number: list[OpTiming | None] = []  # opcode's number (OpInfo.number) -> timing (read on the hot path)
         pipes = spec.pipelines
         self.register_banks = RegisterBanks(pipes.register_banks, pipes.register_reads_per_bank)
 
     def __call__(self, info: OpInfo) -> OpTiming:
-        timing = self.cache.get(info.opcode)
+        by_number = self.by_number
+        number = info.number
+        timing = by_number[number] if number < len(by_number) else None
         if timing is None:
-            timing = self.cache[info.opcode] = self._derive(info)
+            timing = self._derive(info)
             kind = async_kind(info)
             if kind:
                 timing.async_kind = kind
@@ -105,10 +106,9 @@ class TimingTable:
             if info.base in ASYNC_MMA:
                 timing.chains = True
                 timing.commits = commits_group(info)
-            by_number = self.by_number
-            if len(by_number) <= info.number:
-                by_number.extend([None] * (info.number + 1 - len(by_number)))
-            by_number[info.number] = timing
+            if len(by_number) <= number:
+                by_number.extend([None] * (number + 1 - len(by_number)))
+            by_number[number] = timing
         return timing
 
     def tensor_rate(self, warpgroup: bool) -> float:
