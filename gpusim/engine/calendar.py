@@ -4,8 +4,13 @@ Each SM waiting to be stepped has one entry: the cycle it is due and the order i
 one key (cycle << ORDER_BITS | order). The earliest cycle comes first, and SMs due at the same cycle come in the
 order they were scheduled, so an SM that asks to be stepped again at the cycle it is being stepped at joins the
 end of that cycle's batch. Only the order among the entries held matters, so when the order counter runs out of
-bits the held entries are renumbered 0, 1, ... in their order and counting goes on from there. Nothing is boxed:
-a step costs one push and one pop of a heap no larger than the SM count.
+bits the held entries are renumbered 0, 1, ... in their order and counting goes on from there. Nothing is boxed.
+
+Most steps are due at the cycle being stepped or the next one (a busy SM steps every cycle), so those two cycles
+keep their SMs in two first-in-first-out lists beside the heap, in the order scheduled: a step then costs an
+append and a read, not a heap's log-n moves. An SM put in the heap for a cycle was scheduled before any put in
+a list for it (the lists take a cycle only once the stepping is at it or the one before), so at each cycle the
+heap's entries come first, then the list's.
 """
 
 from __future__ import annotations
@@ -26,17 +31,51 @@ class Calendar:
         self.keys: vec[i64] = vec[i64]()  # cycle << ORDER_BITS | order, as a binary heap
         self.sms: vec[i64] = vec[i64]()  # each entry's SM index
         self.scheduled: i64 = 0  # the next order
-        self.size: i64 = 0
+        self.size: i64 = 0  # entries held in all
+        self.heap_size: i64 = 0  # of them in the heap
+        self.current: i64 = -2  # the cycle being stepped (the latest taken off): `due_now` holds SMs due at it
+        self.due_now: vec[i64] = vec[i64]()  # SM indices due at `current`, from `now_head` on, in the order scheduled
+        self.now_head: i64 = 0
+        self.now_count: i64 = 0
+        self.due_next: vec[i64] = vec[i64]()  # SM indices due at `current` + 1, in the order scheduled
+        self.next_count: i64 = 0
 
     def __len__(self) -> int:
         return self.size
 
     def earliest(self) -> i64:
         """The cycle of the first entry (the calendar is not empty)."""
-        return self.keys[0] >> ORDER_BITS
+        current = self.current
+        heap_cycle: i64 = LAST_CYCLE + 1  # (no entry in the heap: later than any)
+        if self.heap_size:
+            heap_cycle = self.keys[0] >> ORDER_BITS
+        if heap_cycle <= current or self.now_head < self.now_count:
+            return heap_cycle if heap_cycle < current else current
+        if heap_cycle == current + 1 or self.next_count:
+            return current + 1
+        return heap_cycle
 
     def push(self, cycle: i64, index: i64) -> None:
         """Schedule SM `index` at `cycle` (at most LAST_CYCLE), after every SM scheduled before at that cycle."""
+        current = self.current
+        if cycle == current:
+            count = self.now_count
+            if count == len(self.due_now):
+                self.due_now = vecs.append(self.due_now, index)
+            else:
+                self.due_now[count] = index
+            self.now_count = count + 1
+            self.size += 1
+            return
+        if cycle == current + 1 and cycle <= LAST_CYCLE:
+            count = self.next_count
+            if count == len(self.due_next):
+                self.due_next = vecs.append(self.due_next, index)
+            else:
+                self.due_next[count] = index
+            self.next_count = count + 1
+            self.size += 1
+            return
         if self.scheduled == ORDER_LIMIT:
             self.renumber()
         if not 0 <= cycle <= LAST_CYCLE:
@@ -45,7 +84,7 @@ class Calendar:
         self.scheduled += 1
         keys = self.keys
         sms = self.sms
-        at = self.size
+        at = self.heap_size
         if at == len(keys):
             keys = self.keys = vecs.append(keys, key)
             sms = self.sms = vecs.append(sms, index)
@@ -59,15 +98,41 @@ class Calendar:
             at = up
         keys[at] = key
         sms[at] = index
+        self.heap_size += 1
         self.size += 1
 
     def pop(self) -> i64:
         """Take the first entry off; its SM's index."""
+        self.size -= 1
+        current = self.current
+        heap_cycle: i64 = LAST_CYCLE + 1  # (no entry in the heap: later than any)
+        if self.heap_size:
+            heap_cycle = self.keys[0] >> ORDER_BITS
+        if heap_cycle > current:
+            head = self.now_head
+            if head < self.now_count:  # the SMs due now that were put in the list
+                self.now_head = head + 1
+                return self.due_now[head]
+            if heap_cycle == current + 1 or self.next_count:  # on to the next cycle: its list is now's
+                self.current = current + 1
+                self.due_now, self.due_next = self.due_next, self.due_now
+                self.now_count, self.next_count = self.next_count, 0
+                self.now_head = 0
+                if heap_cycle != current + 1:
+                    self.now_head = 1
+                    return self.due_now[0]
+            else:  # nothing due at the two cycles the lists hold: on to the heap's cycle
+                self.current = heap_cycle
+                self.now_head = self.now_count = 0
+        return self.pop_heap()
+
+    def pop_heap(self) -> i64:
+        """Take the heap's first entry off; its SM's index."""
         keys = self.keys
         sms = self.sms
         first = sms[0]
-        self.size -= 1
-        size = self.size
+        self.heap_size -= 1
+        size = self.heap_size
         if size == 0:
             return first
         key = keys[size]
@@ -92,7 +157,7 @@ class Calendar:
 
     def renumber(self) -> None:
         """Give the held entries the orders 0, 1, ... in the order they come off (the heap's shape holds)."""
-        size = self.size
+        size = self.heap_size
         keys = self.keys
         ranked = sorted(range(size), key=lambda at: keys[at])
         mask: i64 = ORDER_LIMIT - 1

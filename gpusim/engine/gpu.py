@@ -238,7 +238,7 @@ class GPU:
                 counters.warps_changed(now, 0, sp.index)
                 tallies = counters.tallies
                 waiting = list(sp.ready)
-                waiting.extend(warp for _key, warp in sp.heap)
+                waiting.extend(sp.sleeping())
                 for warp in waiting:
                     if warp.since < now:
                         tallies[warp.reason].cycles += now - warp.since

@@ -7,6 +7,10 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+from librt import vecs
+from librt.vecs import vec
+from mypy_extensions import i64
+
 from ..stats import SMCounters
 from ..stats.counters import BARRIER
 from . import clusters
@@ -37,6 +41,12 @@ class SM:
         self.observer = observer
         sub = spec.sm.sub_partitions
         self.counters = SMCounters(sub)
+        # the cycle each sub-partition next has work, by its index (written by the sub-partitions): one native
+        # array the SM's step reads, so a sub-partition with nothing to do is not visited
+        due = vec[i64]()
+        for _ in range(sub):
+            due = vecs.append(due, INF)
+        self.sp_due: vec[i64] = due
         self.sps = [SubPartition(self, i, make_policy(scheduler, spec.sm.max_warps), timing, self.counters, memory)
                     for i in range(sub)]
         self.free_slots = list(range(spec.sm.max_warps))
@@ -150,14 +160,16 @@ class SM:
         while arrivals and arrivals[0][0] <= now:
             start, block_index = heapq.heappop(arrivals)
             self.start_block(block_index, start)
-        sps = self.sps
-        for sp in sps:
-            if sp.next_at <= now:
-                sp.cycle(now)
-        nxt = INF
-        for sp in sps:  # after all have run: a barrier release may have woken a sub-partition already visited
-            if sp.next_at < nxt:
-                nxt = sp.next_at
+        sps, due = self.sps, self.sp_due
+        count: i64 = len(due)
+        for index in range(count):
+            if due[index] <= now:
+                sps[index].cycle(now)
+        earliest: i64 = INF
+        for index in range(count):  # after all have run: a barrier release may have woken one already visited
+            if due[index] < earliest:
+                earliest = due[index]
+        nxt: int = earliest
         if arrivals and arrivals[0][0] < nxt:
             nxt = arrivals[0][0]
         return nxt

@@ -7,9 +7,9 @@ visited in cycles where it cannot change: the SM asks each sub-partition for its
 
 from __future__ import annotations
 
-import heapq
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from librt import vecs
 from librt.vecs import vec
 from mypy_extensions import i64
 
@@ -31,14 +31,13 @@ INF: Final = 1 << 60  # "never": an int that the compiled engine still holds unb
 # forum thread, "Why there is a dispatch stall when issue almost every IADD3 instruction ... on 3080": IADD3s with
 # two sources in one of the two banks show dispatch stalls), and Nsight VSE filed bank conflicts under "Other".
 FULL_MASK: Final = 0xFFFFFFFF  # every lane of a warp active: workload.kernel.FULL_MASK, as a C static here
-# compiled: a Final name is a C static, so a call needs no lookup in the module's globals
-heappush: Final = heapq.heappush
-heappop: Final = heapq.heappop
-# A sleeping warp's heap entry is (key, warp), the key one int: its wake-up cycle << WAKE_SHIFT | the sub-partition's
-# count of warps put to sleep so far (the tie-breaker: equal wake-ups keep insertion order; it wraps after 2**31,
-# harmlessly) << 1 | 1 if it retires on waking. Entries then compare on one int, and a sleep allocates one 2-tuple.
+# A sleeping warp's heap entry is a key, one native int: its wake-up cycle << WAKE_SHIFT | the sub-partition's count
+# of warps put to sleep so far (the tie-breaker: equal wake-ups keep insertion order; it wraps after 2**31,
+# harmlessly) << 1 | 1 if it retires on waking; beside it, the warp's slot. Entries compare on one int, and a sleep
+# allocates nothing (nor touches another warp: the heap moves slots, not references).
 WAKE_SHIFT: Final = 32
 ORDER_MASK: Final = (1 << WAKE_SHIFT) - 2
+LAST_WAKE: Final = (1 << (63 - WAKE_SHIFT)) - 1  # the latest cycle a key holds
 
 
 class SubPartition:
@@ -53,13 +52,18 @@ class SubPartition:
         # the built-in hierarchy itself (not a subclass or another model, reached through duck typing): called natively
         self.hierarchy: MemoryHierarchy | None = memory if type(memory) is MemoryHierarchy else None
         self.ready: list[Warp] = []  # oldest first (in slot order for a policy with ready_by_slot)
-        self.heap: list[tuple[int, Warp]] = []  # (wake-up cycle, insertion order, retire: see WAKE_SHIFT; warp)
+        # the sleeping warps: a binary min-heap of keys (wake-up cycle, insertion order, retire: see WAKE_SHIFT) in
+        # the first `sleepers` places of wake_keys, each warp's slot at the same place of wake_slots
+        self.wake_keys: vec[i64] = vec[i64]()
+        self.wake_slots: vec[i64] = vec[i64]()
+        self.sleepers: i64 = 0
+        self.slot_warps: list[Warp | None] = [None] * sm.spec.sm.max_warps  # this sub-partition's warps by slot
         self.pushed = 0  # warps put in the heap so far: the tie-breaker, so equal wake-ups keep insertion order
         # native ints, written without making an object per value (librt's vec)
         self.pipe_free: vec[i64] = vec[i64]([0] * len(PIPES))  # first cycle each pipe accepts an instruction (by pipe_index)
         self.pipe_drain: vec[i64] = vec[i64]([0] * len(PIPES))  # memory pipes: when the instructions queued in them are served
         self.queue_depth: int = timing.spec.pipelines.memory_queue_depth
-        self.next_at: int = INF
+        self.due: vec[i64] = sm.sp_due  # the SM's array of its sub-partitions' next cycle of work: this one's at `index`
         self.timing_by_number: list[OpTiming | None] = timing.by_number
         self.observer: Any = sm.observer
         self.by_slot: bool = bool(policy.ready_by_slot)  # the order the ready list is kept in (the policy's)
@@ -86,7 +90,8 @@ class SubPartition:
                 return
             warp.reason = NOT_SELECTED
             self.make_ready(warp)
-            self.next_at = min(self.next_at, now)
+            if now < self.due[self.index]:
+                self.due[self.index] = now
         else:
             self.sm.retire_warp(warp, now)
 
@@ -121,9 +126,9 @@ class SubPartition:
     def sleep(self, warp: Warp, until: int, reason: int, retire: bool = False) -> None:
         warp.reason = reason
         self.pushed += 1
-        heappush(self.heap, (until << WAKE_SHIFT | (self.pushed << 1 & ORDER_MASK) | (1 if retire else 0), warp))
-        if until < self.next_at:
-            self.next_at = until
+        self.push_sleeper(until << WAKE_SHIFT | (self.pushed << 1 & ORDER_MASK) | (1 if retire else 0), warp, until)
+        if until < self.due[self.index]:
+            self.due[self.index] = until
 
     def fetch(self, warp: Warp) -> bool:
         """Peek the warp's next instruction; False when its stream has ended."""
@@ -135,17 +140,77 @@ class SubPartition:
         warp.timing = self.timing(inst.info)
         return True
 
+    def push_sleeper(self, key: i64, warp: Warp, until: int) -> None:
+        """Into the heap of sleeping warps with `key` (see WAKE_SHIFT): moved up past the later keys."""
+        if until > LAST_WAKE:
+            raise OverflowError(f"cycle {until} is beyond a sleeping warp's range (0 to {LAST_WAKE})")
+        slot: i64 = warp.slot
+        self.slot_warps[slot] = warp
+        keys, slots = self.wake_keys, self.wake_slots
+        at = self.sleepers
+        if at == len(keys):
+            keys = self.wake_keys = vecs.append(keys, key)
+            slots = self.wake_slots = vecs.append(slots, slot)
+        while at > 0:
+            up = (at - 1) >> 1
+            above = keys[up]
+            if above <= key:
+                break
+            keys[at] = above
+            slots[at] = slots[up]
+            at = up
+        keys[at] = key
+        slots[at] = slot
+        self.sleepers += 1
+
+    def pop_sleeper(self) -> Warp:
+        """Take the earliest key off the heap of sleeping warps; its warp (no longer held by slot: a retired warp
+        and its block are freed at once)."""
+        keys, slots = self.wake_keys, self.wake_slots
+        first = slots[0]
+        warp = cast(Warp, self.slot_warps[first])
+        self.slot_warps[first] = None
+        size = self.sleepers - 1
+        self.sleepers = size
+        if size == 0:
+            return warp
+        key = keys[size]
+        slot = slots[size]
+        at: i64 = 0
+        child: i64 = 1
+        while child < size:
+            below = keys[child]
+            right = child + 1
+            if right < size and keys[right] < below:
+                child = right
+                below = keys[right]
+            if key < below:
+                break
+            keys[at] = below
+            slots[at] = slots[child]
+            at = child
+            child = 2 * at + 1
+        keys[at] = key
+        slots[at] = slot
+        return warp
+
+    def sleeping(self) -> list[Warp]:
+        """The warps asleep, the earliest to wake first."""
+        order = sorted(range(self.sleepers), key=lambda at: self.wake_keys[at])
+        return [cast(Warp, self.slot_warps[self.wake_slots[at]]) for at in order]
+
     # --- one cycle ---------------------------------------------------------------------------------------
     def cycle(self, now: int) -> None:
         """Wake warps whose wait is over, issue at most one ready warp whose pipe is free, note when to
         come back. Nsight Compute's rules label every ready warp that is not issued: its pipe busy, the pipe's
         throttle (math_pipe_throttle, mio_throttle, lg_throttle); its pipe free, not_selected (another warp of
         this scheduler issued this cycle). A warp is eligible only in the second case."""
-        heap, ready, tallies = self.heap, self.ready, self.counters.tallies
+        ready, tallies = self.ready, self.counters.tallies
         pipe_free = self.pipe_free
         observer = self.observer
-        while heap and heap[0][0] >> WAKE_SHIFT <= now:
-            key, warp = heappop(heap)
+        while self.sleepers and self.wake_keys[0] >> WAKE_SHIFT <= now:
+            key: int = self.wake_keys[0]  # (an int, as `now` is: a mix of the two would be boxed, compiled)
+            warp = self.pop_sleeper()
             t = key >> WAKE_SHIFT
             tallies[warp.reason].cycles += t - warp.since
             if observer is not None and t > warp.since:
@@ -207,7 +272,9 @@ class SubPartition:
                                 observer.state(self, warp, REASONS[NOT_SELECTED], warp.since, soon)
                             warp.since, warp.reason = soon, warp.timing.throttle_code
         # the next cycle this sub-partition can do anything
-        nxt = heap[0][0] >> WAKE_SHIFT if heap else INF
+        nxt: int = INF
+        if self.sleepers:
+            nxt = self.wake_keys[0] >> WAKE_SHIFT
         if ready:
             soon = now + 1
             for warp in ready:
@@ -217,7 +284,7 @@ class SubPartition:
                     break
                 if t < nxt:
                     nxt = t
-        self.next_at = nxt
+        self.due[self.index] = nxt
 
     # --- issue -------------------------------------------------------------------------------------------
     def issue(self, warp: Warp, now: int) -> None:
@@ -352,9 +419,9 @@ class SubPartition:
             self.ready.remove(warp)
             warp.reason = board
             self.pushed += 1
-            heappush(self.heap, (ready_at << WAKE_SHIFT | (self.pushed << 1 & ORDER_MASK), warp))
-            if ready_at < self.next_at:
-                self.next_at = ready_at
+            self.push_sleeper(ready_at << WAKE_SHIFT | (self.pushed << 1 & ORDER_MASK), warp, ready_at)
+            if ready_at < self.due[self.index]:
+                self.due[self.index] = ready_at
             if board == LONG_SCOREBOARD:
                 self.policy.stalled_long(warp)
         else:  # ready next cycle: eligible, or throttled while its pipe is busy

@@ -1,6 +1,7 @@
 """The GPU clock's calendar: SMs come off it by cycle, and those due at the same cycle in the order they were
 scheduled, as a list per cycle with a heap of the cycles would give them (the rule SMs meet the shared units by),
-also across the renumbering of its orders; a cycle beyond its range is an error, not a wrapped key."""
+also across the renumbering of its orders and where SMs are scheduled as the clock schedules them (at the cycle
+being stepped, the next, or a few later: the calendar's lists beside its heap); a cycle beyond its range is an error, not a wrapped key."""
 
 from __future__ import annotations
 
@@ -52,6 +53,27 @@ def test_the_calendar_gives_sms_by_cycle_and_then_by_the_order_they_were_schedul
         cycle = calendar.earliest()
         assert (cycle, calendar.pop()) == model.pop()
     assert not model.cycles
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["push", "pop", "pop", "renumber"]), st.sampled_from([0, 0, 1, 1, 1, 2, 7]),
+                          st.integers(0, 131)), max_size=400))
+def test_sms_stepped_again_at_the_cycle_or_the_next_come_off_as_the_plain_model_gives_them(steps):
+    # the clock's own pattern: an SM is scheduled again at the cycle being stepped, the next one (a busy SM), or
+    # a few later, where the calendar keeps its two lists beside the heap
+    calendar, model, now = Calendar(), _ListsPerCycle(), 0
+    for what, ahead, index in steps:
+        if what == "renumber":
+            calendar.renumber()
+        elif what == "pop" and len(calendar):
+            now = calendar.earliest()
+            assert (now, calendar.pop()) == model.pop()
+        else:
+            calendar.push(now + ahead, index)
+            model.push(now + ahead, index)
+    while len(calendar):
+        cycle = calendar.earliest()
+        assert (cycle, calendar.pop()) == model.pop()
 
 
 def test_a_cycle_beyond_the_calendars_range_is_an_error():

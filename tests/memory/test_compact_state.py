@@ -1,7 +1,7 @@
 """The engine's compact state against the plain structures it stands for: a sectored LRU cache kept as flat arrays
 of native ints (scanned, or at 32 ways and more found through a line table, its sets in linked use order) against a
 table per set in use order, a line table against a dict, a warp's scoreboard by register slot against a dict by
-name. Driven with operations hypothesis draws (lines crowding few sets, so sets fill and
+name, an MSHR table's heap of ready cycles against a sorted list. Driven with operations hypothesis draws (lines crowding few sets, so sets fill and
 evict), each must answer every question exactly as the plain one does."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from gpusim.engine.warp import Scoreboard, operands_ready
 from gpusim.isa.inst import REGISTER_SLOTS, WarpInst, register_slot
 from gpusim.isa.opcodes import lookup
 from gpusim.memory.cache import SectoredCache
+from gpusim.memory.levels import DRAM
 from gpusim.memory.line_table import MISSING, LineTable
+from gpusim.memory.mshr import MshrTable
 
 SECTOR_COUNT = [m.bit_count() for m in range(256)]  # sectors set in a mask, by mask
 
@@ -149,3 +151,22 @@ def test_a_line_table_removal_moves_back_a_run_that_wrapped_past_the_end():
     table.remove(homed[0])
     assert [table.get(line) for line in homed] == [MISSING, 1, 2]
     assert table.get(others[0]) == 3 and len(table) == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 24), st.lists(st.tuples(st.integers(0, 60), st.integers(1, 30), st.integers(0, 400)),
+                                    max_size=120))
+def test_an_mshr_tables_completion_heap_waits_as_a_sorted_list_of_ready_cycles_would(limit, operations):
+    # each step: a reservation of `needed` entries at `now`, then a miss whose data is back `after` cycles later;
+    # the table keeps its ready cycles in a heap, the plain one sorted: every wait must be the same
+    table, plain, now = MshrTable(limit, 4), [], 0
+    for step, (advance, needed, after) in enumerate(operations):
+        now += advance
+        plain = [ready for ready in plain if ready > now]
+        live = len(plain)
+        expected = 0 if live + needed <= limit or not live else \
+            max(0, plain[min(live - 1, live + needed - limit - 1)] - now)
+        assert table.reserve(needed, now) == expected
+        assert table.ready_cycles() == plain
+        table.add(step, 15, now + after, DRAM, now, now)
+        plain = sorted(plain + [now + after])

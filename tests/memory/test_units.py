@@ -106,14 +106,14 @@ def test_an_mshr_table_waits_for_the_entry_that_frees_room_and_forgets_returned_
     table = MshrTable(4, 4)
     for line, ready in ((1, 500), (2, 300), (3, 400), (4, 600)):
         table.add(line, FULL, ready, DRAM, 0, 0)
-    assert list(table.order_ready[table.head:]) == [300, 400, 500, 600]  # completion order
+    assert table.ready_cycles() == [300, 400, 500, 600]  # in flight, by the cycle they are back
     assert table.reserve(1, 100) == 200  # full: the first to come back frees one at 300
     assert table.reserve(2, 100) == 300 and table.stalls == 2
     assert table.reserve(2, 450) == 0  # two are back by then
     for line in range(10, 100):  # stale entries are dropped in bulk, so the table stays bounded
         table.reserve(1, 1000 * line)
         table.add(line, FULL, 1000 * line + 10, DRAM, 1000 * line, 1000 * line)
-    assert len(table.entries) <= table.forget_at + 1 and len(table.order_ready) < 128
+    assert len(table.entries) <= table.forget_at + 1 and table.ready_count < 128
 
 
 def test_an_l1_data_stage_passes_one_wavefront_a_clock():
