@@ -38,6 +38,9 @@ class RegisterBanks:
         # sources -> extra cycles: once every name of a list is placed its answer never changes, and a workload's
         # dynamic instructions repeat a few static source lists (each warp-instruction is a new object)
         self.known: dict[tuple, int] = {}
+        # the same by the source list's number (gpusim.isa.inst.source_list; -1: not yet worked out): an index
+        # where the dict hashes the list at every instruction
+        self.known_lists: list[int] = []
 
     def conflicts(self, inst) -> int:
         """Extra operand-collector cycles of a warp-instruction's sources, cached on the instruction (shared
@@ -49,6 +52,12 @@ class RegisterBanks:
             if type(sources) is tuple:
                 self.known[sources] = cycles
         inst.bank_conflicts = cycles
+        number = getattr(inst, "src_list", -1)
+        if number >= 0 and type(sources) is tuple:
+            known = self.known_lists
+            if number >= len(known):
+                known.extend([-1] * (number + 1 - len(known)))
+            known[number] = cycles
         return cycles
 
     def extra_cycles(self, names) -> int:

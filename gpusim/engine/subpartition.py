@@ -70,7 +70,7 @@ class SubPartition:
         # the built-in lrr itself (not a subclass, which may order otherwise): cycle() rotates the ready list in place
         self.lrr: LooseRoundRobin | None = cast(LooseRoundRobin, policy) if type(policy) is LooseRoundRobin else None
         self.register_banks: Any = timing.register_banks  # the run's register-bank placement and conflict counts
-        self.known_conflicts: dict[tuple[str, ...], int] = timing.register_banks.known
+        self.known_conflicts: list[int] = timing.register_banks.known_lists  # by source list (RegisterBanks)
         self.register_bank_conflicts = 0  # extra operand-collector cycles of the instructions issued here
         self.hold_reason: int = MISC  # why an asynchronous wait holds its warp, a code in REASONS (asynchrony.issue sets it)
         self.warpgroups_checked = False  # the launch was checked to suit warpgroup MMA
@@ -100,7 +100,9 @@ class SubPartition:
         worked out once per instruction object), counted on this sub-partition."""
         conflicts = inst.bank_conflicts
         if conflicts < 0:
-            conflicts = self.known_conflicts.get(inst.src, -1)  # a source list seen before (RegisterBanks.known)
+            known = self.known_conflicts  # by the number of a source list seen before (RegisterBanks.known_lists)
+            number = inst.src_list
+            conflicts = known[number] if number < len(known) else -1
             if conflicts < 0:
                 conflicts = self.register_banks.conflicts(inst)
             else:

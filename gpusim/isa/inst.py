@@ -42,6 +42,19 @@ def register_slots(names: tuple[str, ...]) -> vec[i64]:
     return found
 
 
+SOURCE_LISTS: Final[dict[tuple[str, ...], int]] = {}  # each list of source registers seen: its number
+
+
+def source_list(names: tuple[str, ...]) -> int:
+    """The number of the source-register list `names` (a new one the first time the list is seen): equal lists
+    share it, so what depends on the list alone (its register-bank conflicts) is looked up by index."""
+    number = SOURCE_LISTS.get(names)
+    if number is None:
+        number = len(SOURCE_LISTS)
+        SOURCE_LISTS[names] = number
+    return number
+
+
 def lane_offsets(addrs: Any) -> tuple[int, bytes]:
     """(lane 0's address, every lane's offset from it as int64 bytes) for one warp's 32-lane int64 addresses."""
     base = int(addrs[0])
@@ -85,13 +98,14 @@ class WarpInst:
     are counted once)."""
 
     __slots__ = ("info", "warp_id", "block", "pc", "mask", "dst", "src", "dst_slots", "src_slots", "_addrs", "_rows",
-                 "_row", "_base", "_pattern", "operands", "bank_conflicts")
+                 "_row", "_base", "_pattern", "operands", "bank_conflicts", "src_list")
 
     def __init__(self, info: OpInfo, warp: int | None, block: int, pc: int, mask: int, dst: tuple[str, ...],
                  src: tuple[str, ...], addrs: Any, address_key: tuple[int, bytes] | None = None,
                  operands: AsyncOperands | None = None, rows: Any = None, row: int = 0,
-                 slots: tuple[vec[i64], vec[i64]] | None = None):
-        """`slots`: (dst_slots, src_slots), the registers' scoreboard slots (None: looked up from the names)."""
+                 slots: tuple[vec[i64], vec[i64], int] | None = None):
+        """`slots`: (dst_slots, src_slots, src_list), the registers' scoreboard slots and the number of the
+        source list (None: looked up from the names)."""
         self.info = info
         self.warp_id: int = -1 if warp is None else warp  # (a native int: no object per instruction)
         self.block, self.pc, self.mask = block, pc, mask
@@ -99,8 +113,9 @@ class WarpInst:
         if slots is None:
             self.dst_slots: vec[i64] = register_slots(dst)
             self.src_slots: vec[i64] = register_slots(src)
+            self.src_list: int = source_list(src)
         else:
-            self.dst_slots, self.src_slots = slots
+            self.dst_slots, self.src_slots, self.src_list = slots
         self._addrs, self._rows, self._row = addrs, rows, row
         # the address key's two parts held apart (a native int and the shared pattern): no tuple per instruction
         # for its release to touch

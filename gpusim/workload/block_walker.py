@@ -14,7 +14,7 @@ from typing import Any, Final, Iterator
 
 import numpy as np
 
-from ..isa.inst import InstQueue, WarpInst, deal, register_slots
+from ..isa.inst import InstQueue, WarpInst, deal, register_slots, source_list
 from ..isa.opcodes import BULK
 from .expr import MEMO_KEY, ExprError
 from .kernel import PER_BLOCK, WARP_IN_BLOCK, WARP_SIZE, Kernel
@@ -25,7 +25,10 @@ from .yamlio import WorkloadError
 ADDRESS_CACHE_LIMIT: Final = 1024  # block-invariant address chunks kept per kernel
 OFFSETS_POOL_LIMIT: Final = 4096  # distinct lane-offset patterns kept per kernel's streams
 ROW_CACHE_LIMIT: Final = 4096  # instruction-row chunks kept per kernel
-BLOCK_BATCH: Final = 16  # blocks whose per-block addresses are evaluated together (consecutive indices)
+BLOCK_BATCH: Final = 32  # blocks whose per-block addresses are evaluated together (consecutive indices): each
+# batch's numpy work has a fixed cost (~0.9 M host instructions), so more blocks a batch cost less a block, at
+# the price of more addresses held (gemm_tile128's default command: 16 blocks 6,599 host instructions a
+# warp-instruction in its one-wave run and 130 MB peak, 32 6,479 and 143 MB, 64 6,420 and 157 MB)
 BATCH_CACHE_LIMIT: Final = 512  # per-block address batches kept per kernel's streams (freed once its blocks took it)
 _SAME_IN_EVERY_BLOCK: Final = WARP_IN_BLOCK | {"lane", "rep"}  # a block walker's arrays for these never change
 _PER_BLOCK: Final = ("<per block>",)  # block_addresses' mark for an address that reads a per-block name (never cached)
@@ -137,7 +140,8 @@ class BlockWalker(WarpWalker):
                         self.check_tile(node, lane_addrs, m, operands)
                     else:
                         self.check(node, lane_addrs, m)
-            rows.append((node.pc + 16 * k, m, dst, src, operands, (register_slots(dst), register_slots(src))))
+            rows.append((node.pc + 16 * k, m, dst, src, operands,
+                         (register_slots(dst), register_slots(src), source_list(src))))
         env["rep"] = 0
         return rows
 

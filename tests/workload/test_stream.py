@@ -271,9 +271,9 @@ def test_blocks_evaluated_in_batches_get_what_each_warp_walks_alone(tmp_path, or
                           "      - {op: STG.E, src: [v], addr: 'A + (blockid * ntid + tid) * 4'}\n",
                 block=64, extra="params: {}\nbuffers: {A: {bytes: 65536}}\n")
     path = tmp_path / "k.yaml"
-    path.write_text(path.read_text().replace("grid: [1]", "grid: [3, 4, 2]"))
+    path.write_text(path.read_text().replace("grid: [1]", "grid: [5, 4, 2]"))
     k = load_workload(path)
-    assert k.launch.nblocks == 24 and k.launch.nblocks % BLOCK_BATCH  # more than one batch, the last one partial
+    assert k.launch.nblocks == 40 and k.launch.nblocks % BLOCK_BATCH  # more than one batch, the last one partial
     streams = BlockStreams(k)
     blocks = range(k.launch.nblocks) if order == "forward" else reversed(range(k.launch.nblocks))
     for block in blocks:
