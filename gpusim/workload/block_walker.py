@@ -134,7 +134,7 @@ class BlockWalker(WarpWalker):
             if spec is not None and spec.fixed is None:
                 env["rep"] = k
                 operands = self.operands(node)
-            if addrs is not None:
+            if addrs is not None and m:  # (no lane active, as past a pipeline's last tile: nothing to check)
                 for lane_addrs in addrs[:, j]:
                     if bulk:
                         self.check_tile(node, lane_addrs, m, operands)
