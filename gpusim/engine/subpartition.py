@@ -31,13 +31,14 @@ INF: Final = 1 << 60  # "never": an int that the compiled engine still holds unb
 # forum thread, "Why there is a dispatch stall when issue almost every IADD3 instruction ... on 3080": IADD3s with
 # two sources in one of the two banks show dispatch stalls), and Nsight VSE filed bank conflicts under "Other".
 FULL_MASK: Final = 0xFFFFFFFF  # every lane of a warp active: workload.kernel.FULL_MASK, as a C static here
-# A sleeping warp's heap entry is a key, one native int: its wake-up cycle << WAKE_SHIFT | the sub-partition's count
-# of warps put to sleep so far (the tie-breaker: equal wake-ups keep insertion order; it wraps after 2**31,
-# harmlessly) << 1 | 1 if it retires on waking; beside it, the warp's slot. Entries compare on one int, and a sleep
-# allocates nothing (nor touches another warp: the heap moves slots, not references).
-WAKE_SHIFT: Final = 32
-ORDER_MASK: Final = (1 << WAKE_SHIFT) - 2
-LAST_WAKE: Final = (1 << (63 - WAKE_SHIFT)) - 1  # the latest cycle a key holds
+# A sleeping warp's heap entry is a key, one native int: its wake-up cycle << WAKE_SHIFT | its order among the
+# sub-partition's sleeps (the tie-breaker: equal wake-ups keep insertion order) << 1 | 1 if it retires on waking;
+# beside it, the warp's slot. Entries compare on one int, and a sleep allocates nothing (nor touches another warp:
+# the heap moves slots, not references). When the orders run out of bits, the sleepers held are renumbered 0, 1, ...
+# in their order (as the clock's calendar does), so the order among equal wake-ups holds at any length of run.
+WAKE_SHIFT: Final = 24
+ORDER_LIMIT: Final = 1 << (WAKE_SHIFT - 1)  # orders 0 .. ORDER_LIMIT - 1
+LAST_WAKE: Final = (1 << (63 - WAKE_SHIFT)) - 1  # the latest cycle a key holds (the calendar's own range)
 
 
 class SubPartition:
@@ -58,7 +59,7 @@ class SubPartition:
         self.wake_slots: vec[i64] = vec[i64]()
         self.sleepers: i64 = 0
         self.slot_warps: list[Warp | None] = [None] * sm.spec.sm.max_warps  # this sub-partition's warps by slot
-        self.pushed = 0  # warps put in the heap so far: the tie-breaker, so equal wake-ups keep insertion order
+        self.pushed: i64 = 0  # the next sleep's order: the tie-breaker, so equal wake-ups keep insertion order
         # native ints, written without making an object per value (librt's vec)
         self.pipe_free: vec[i64] = vec[i64]([0] * len(PIPES))  # first cycle each pipe accepts an instruction (by pipe_index)
         self.pipe_drain: vec[i64] = vec[i64]([0] * len(PIPES))  # memory pipes: when the instructions queued in them are served
@@ -127,8 +128,7 @@ class SubPartition:
 
     def sleep(self, warp: Warp, until: int, reason: int, retire: bool = False) -> None:
         warp.reason = reason
-        self.pushed += 1
-        self.push_sleeper(until << WAKE_SHIFT | (self.pushed << 1 & ORDER_MASK) | (1 if retire else 0), warp, until)
+        self.push_sleeper(warp, until, 1 if retire else 0)
         if until < self.due[self.index]:
             self.due[self.index] = until
 
@@ -142,10 +142,16 @@ class SubPartition:
         warp.timing = self.timing(inst.info)
         return True
 
-    def push_sleeper(self, key: i64, warp: Warp, until: int) -> None:
-        """Into the heap of sleeping warps with `key` (see WAKE_SHIFT): moved up past the later keys."""
-        if until > LAST_WAKE:
+    def push_sleeper(self, warp: Warp, until: int, retire: i64) -> None:
+        """Into the heap of sleeping warps until `until` (`retire`: 1 if it retires on waking), after those that
+        wake then too: its key (see WAKE_SHIFT) moved up past the later keys."""
+        if not 0 <= until <= LAST_WAKE:
             raise OverflowError(f"cycle {until} is beyond a sleeping warp's range (0 to {LAST_WAKE})")
+        if self.pushed == ORDER_LIMIT:
+            self.renumber_sleepers()
+        wake: i64 = until
+        key: i64 = wake << WAKE_SHIFT | self.pushed << 1 | retire
+        self.pushed += 1
         slot: i64 = warp.slot
         self.slot_warps[slot] = warp
         keys, slots = self.wake_keys, self.wake_slots
@@ -195,6 +201,16 @@ class SubPartition:
         keys[at] = key
         slots[at] = slot
         return warp
+
+    def renumber_sleepers(self) -> None:
+        """Give the sleepers held the orders 0, 1, ... in the order they wake (the heap's shape holds)."""
+        keys = self.wake_keys
+        ranked = sorted(range(self.sleepers), key=lambda at: keys[at])
+        keep: i64 = ~((ORDER_LIMIT - 1) << 1)
+        for rank in range(len(ranked)):
+            at = ranked[rank]
+            keys[at] = keys[at] & keep | rank << 1
+        self.pushed = len(ranked)
 
     def sleeping(self) -> list[Warp]:
         """The warps asleep, the earliest to wake first."""
@@ -420,8 +436,7 @@ class SubPartition:
         if ready_at > nxt:
             self.ready.remove(warp)
             warp.reason = board
-            self.pushed += 1
-            self.push_sleeper(ready_at << WAKE_SHIFT | (self.pushed << 1 & ORDER_MASK), warp, ready_at)
+            self.push_sleeper(warp, ready_at, 0)
             if ready_at < self.due[self.index]:
                 self.due[self.index] = ready_at
             if board == LONG_SCOREBOARD:

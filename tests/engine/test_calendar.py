@@ -82,3 +82,33 @@ def test_a_cycle_beyond_the_calendars_range_is_an_error():
     with pytest.raises(OverflowError, match="beyond the calendar's range"):
         calendar.push(LAST_CYCLE + 1, 2)
     assert (calendar.earliest(), calendar.pop()) == (LAST_CYCLE, 1)
+
+
+def test_a_sub_partitions_sleepers_wake_by_cycle_then_in_the_order_they_slept_across_a_renumbering():
+    """The sleeping warps' heap (a key per warp: wake-up cycle, order slept, retire) gives them back by cycle and,
+    at equal cycles, in the order they went to sleep; renumbering the orders (what a long run does when they run
+    out of bits) keeps that order; a cycle beyond the keys' range is an error, not a wrapped key."""
+    from gpusim import load_arch
+    from gpusim.api import load_kernel
+    from gpusim.engine.gpu import build_gpu
+    from gpusim.engine.sm import Block
+    from gpusim.engine.subpartition import LAST_WAKE
+    from gpusim.engine.warp import Warp
+
+    from tests.conftest import ROOT
+
+    kernel = load_kernel(ROOT / "workloads" / "vecadd.yaml", {"n": 4096})
+    sp = build_gpu(load_arch("h100"), kernel, sms=1, stream_factory=kernel.streams()).sms[0].sps[0]
+
+    block = Block(0)
+    warps = [Warp(slot, block, slot, sp, slot, slot, None) for slot in range(0, 64, 4)]
+    wakes = [30, 10, 30, 20, 10, 30, 20, 10]
+    for warp, wake in zip(warps, wakes):
+        sp.push_sleeper(warp, wake, 0)
+    sp.renumber_sleepers()
+    for warp, wake in zip(warps[8:], wakes):
+        sp.push_sleeper(warp, wake, 0)
+    expected = sorted(range(16), key=lambda i: (wakes[i % 8], i))
+    assert [sp.pop_sleeper() for _ in range(16)] == [warps[i] for i in expected]
+    with pytest.raises(OverflowError, match="beyond a sleeping warp's range"):
+        sp.push_sleeper(warps[0], LAST_WAKE + 1, 0)
