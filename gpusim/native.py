@@ -41,6 +41,7 @@ COMPILED = (
     "gpusim/memory/levels.py",
     "gpusim/memory/coalescer.py",
     "gpusim/memory/line_table.py",
+    "gpusim/memory/keyed_heap.py",
     "gpusim/memory/mshr.py",
     "gpusim/memory/shared_banks.py",
     "gpusim/memory/sm_network.py",

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from librt import vecs
 from librt.vecs import vec
 from mypy_extensions import i64
+
+from ..memory.keyed_heap import KeyedHeap, put
 
 ORDER_BITS: Final = 24  # the order's share of a key: cycles up to 2**39 (hours of simulated time at any clock)
 ORDER_LIMIT: Final = 1 << ORDER_BITS
@@ -28,11 +29,9 @@ LAST_CYCLE: Final = (1 << (63 - ORDER_BITS)) - 1
 
 class Calendar:
     def __init__(self) -> None:
-        self.keys: vec[i64] = vec[i64]()  # cycle << ORDER_BITS | order, as a binary heap
-        self.sms: vec[i64] = vec[i64]()  # each entry's SM index
+        self.heap = KeyedHeap()  # cycle << ORDER_BITS | order -> SM index, for cycles past the next
         self.scheduled: i64 = 0  # the next order
         self.size: i64 = 0  # entries held in all
-        self.heap_size: i64 = 0  # of them in the heap
         self.current: i64 = -2  # the cycle being stepped (the latest taken off): `due_now` holds SMs due at it
         self.due_now: vec[i64] = vec[i64]()  # SM indices due at `current`, from `now_head` on, in the order scheduled
         self.now_head: i64 = 0
@@ -46,9 +45,10 @@ class Calendar:
     def earliest(self) -> i64:
         """The cycle of the first entry (the calendar is not empty)."""
         current = self.current
+        heap = self.heap
         heap_cycle: i64 = LAST_CYCLE + 1  # (no entry in the heap: later than any)
-        if self.heap_size:
-            heap_cycle = self.keys[0] >> ORDER_BITS
+        if heap.size:
+            heap_cycle = heap.keys[0] >> ORDER_BITS
         if heap_cycle <= current or self.now_head < self.now_count:
             return heap_cycle if heap_cycle < current else current
         if heap_cycle == current + 1 or self.next_count:
@@ -59,55 +59,28 @@ class Calendar:
         """Schedule SM `index` at `cycle` (at most LAST_CYCLE), after every SM scheduled before at that cycle."""
         current = self.current
         if cycle == current:
-            count = self.now_count
-            if count == len(self.due_now):
-                self.due_now = vecs.append(self.due_now, index)
-            else:
-                self.due_now[count] = index
-            self.now_count = count + 1
-            self.size += 1
-            return
-        if cycle == current + 1 and cycle <= LAST_CYCLE:
-            count = self.next_count
-            if count == len(self.due_next):
-                self.due_next = vecs.append(self.due_next, index)
-            else:
-                self.due_next[count] = index
-            self.next_count = count + 1
-            self.size += 1
-            return
-        if self.scheduled == ORDER_LIMIT:
-            self.renumber()
-        if not 0 <= cycle <= LAST_CYCLE:
-            raise OverflowError(f"cycle {cycle} is beyond the calendar's range (0 to {LAST_CYCLE})")
-        key = cycle << ORDER_BITS | self.scheduled
-        self.scheduled += 1
-        keys = self.keys
-        sms = self.sms
-        at = self.heap_size
-        if at == len(keys):
-            keys = self.keys = vecs.append(keys, key)
-            sms = self.sms = vecs.append(sms, index)
-        while at > 0:
-            up = (at - 1) >> 1
-            above = keys[up]
-            if above < key:
-                break
-            keys[at] = above
-            sms[at] = sms[up]
-            at = up
-        keys[at] = key
-        sms[at] = index
-        self.heap_size += 1
+            self.due_now = put(self.due_now, self.now_count, index)
+            self.now_count += 1
+        elif cycle == current + 1 and cycle <= LAST_CYCLE:
+            self.due_next = put(self.due_next, self.next_count, index)
+            self.next_count += 1
+        else:
+            if self.scheduled == ORDER_LIMIT:
+                self.renumber()
+            if not 0 <= cycle <= LAST_CYCLE:
+                raise OverflowError(f"cycle {cycle} is beyond the calendar's range (0 to {LAST_CYCLE})")
+            self.heap.push(cycle << ORDER_BITS | self.scheduled, index)
+            self.scheduled += 1
         self.size += 1
 
     def pop(self) -> i64:
         """Take the first entry off; its SM's index."""
         self.size -= 1
         current = self.current
+        heap = self.heap
         heap_cycle: i64 = LAST_CYCLE + 1  # (no entry in the heap: later than any)
-        if self.heap_size:
-            heap_cycle = self.keys[0] >> ORDER_BITS
+        if heap.size:
+            heap_cycle = heap.keys[0] >> ORDER_BITS
         if heap_cycle > current:
             head = self.now_head
             if head < self.now_count:  # the SMs due now that were put in the list
@@ -124,47 +97,11 @@ class Calendar:
             else:  # nothing due at the two cycles the lists hold: on to the heap's cycle
                 self.current = heap_cycle
                 self.now_head = self.now_count = 0
-        return self.pop_heap()
-
-    def pop_heap(self) -> i64:
-        """Take the heap's first entry off; its SM's index."""
-        keys = self.keys
-        sms = self.sms
-        first = sms[0]
-        self.heap_size -= 1
-        size = self.heap_size
-        if size == 0:
-            return first
-        key = keys[size]
-        index = sms[size]
-        at: i64 = 0
-        child: i64 = 1
-        while child < size:
-            below = keys[child]
-            right = child + 1
-            if right < size and keys[right] < below:
-                child = right
-                below = keys[right]
-            if key < below:
-                break
-            keys[at] = below
-            sms[at] = sms[child]
-            at = child
-            child = 2 * at + 1
-        keys[at] = key
-        sms[at] = index
-        return first
+        return heap.pop()
 
     def renumber(self) -> None:
-        """Give the held entries the orders 0, 1, ... in the order they come off (the heap's shape holds)."""
-        size = self.heap_size
-        keys = self.keys
-        ranked = sorted(range(size), key=lambda at: keys[at])
-        mask: i64 = ORDER_LIMIT - 1
-        for rank in range(size):
-            at = ranked[rank]
-            keys[at] = keys[at] & ~mask | rank
-        self.scheduled = size
+        """Give the heap's entries the orders 0, 1, ... in the order they come off (the heap's shape holds)."""
+        self.scheduled = self.heap.renumber(ORDER_LIMIT - 1, 0)
 
 
 __all__ = ["Calendar", "LAST_CYCLE", "ORDER_BITS"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from librt import vecs
 from librt.vecs import vec
 from mypy_extensions import i64
 
@@ -19,6 +18,7 @@ from . import asynchrony, clusters
 from .scheduler import LooseRoundRobin, Policy
 from .timing import BOARD_BITS, NONE, PIPES, OpTiming, TimingTable
 from ..memory.hierarchy import MemoryHierarchy
+from ..memory.keyed_heap import KeyedHeap
 from ..isa.inst import WarpInst, next_inst
 from .warp import Warp, accumulating_operands_ready, operands_ready
 
@@ -53,11 +53,8 @@ class SubPartition:
         # the built-in hierarchy itself (not a subclass or another model, reached through duck typing): called natively
         self.hierarchy: MemoryHierarchy | None = memory if type(memory) is MemoryHierarchy else None
         self.ready: list[Warp] = []  # oldest first (in slot order for a policy with ready_by_slot)
-        # the sleeping warps: a binary min-heap of keys (wake-up cycle, insertion order, retire: see WAKE_SHIFT) in
-        # the first `sleepers` places of wake_keys, each warp's slot at the same place of wake_slots
-        self.wake_keys: vec[i64] = vec[i64]()
-        self.wake_slots: vec[i64] = vec[i64]()
-        self.sleepers: i64 = 0
+        # the sleeping warps: keys (wake-up cycle, order slept, retire: see WAKE_SHIFT), each with its warp's slot
+        self.sleepers = KeyedHeap()
         self.slot_warps: list[Warp | None] = [None] * sm.spec.sm.max_warps  # this sub-partition's warps by slot
         self.pushed: i64 = 0  # the next sleep's order: the tie-breaker, so equal wake-ups keep insertion order
         # native ints, written without making an object per value (librt's vec)
@@ -154,68 +151,24 @@ class SubPartition:
         self.pushed += 1
         slot: i64 = warp.slot
         self.slot_warps[slot] = warp
-        keys, slots = self.wake_keys, self.wake_slots
-        at = self.sleepers
-        if at == len(keys):
-            keys = self.wake_keys = vecs.append(keys, key)
-            slots = self.wake_slots = vecs.append(slots, slot)
-        while at > 0:
-            up = (at - 1) >> 1
-            above = keys[up]
-            if above <= key:
-                break
-            keys[at] = above
-            slots[at] = slots[up]
-            at = up
-        keys[at] = key
-        slots[at] = slot
-        self.sleepers += 1
+        self.sleepers.push(key, slot)
 
     def pop_sleeper(self) -> Warp:
         """Take the earliest key off the heap of sleeping warps; its warp (no longer held by slot: a retired warp
         and its block are freed at once)."""
-        keys, slots = self.wake_keys, self.wake_slots
-        first = slots[0]
-        warp = cast(Warp, self.slot_warps[first])
-        self.slot_warps[first] = None
-        size = self.sleepers - 1
-        self.sleepers = size
-        if size == 0:
-            return warp
-        key = keys[size]
-        slot = slots[size]
-        at: i64 = 0
-        child: i64 = 1
-        while child < size:
-            below = keys[child]
-            right = child + 1
-            if right < size and keys[right] < below:
-                child = right
-                below = keys[right]
-            if key < below:
-                break
-            keys[at] = below
-            slots[at] = slots[child]
-            at = child
-            child = 2 * at + 1
-        keys[at] = key
-        slots[at] = slot
+        slot = self.sleepers.pop()
+        warp = cast(Warp, self.slot_warps[slot])
+        self.slot_warps[slot] = None
         return warp
 
     def renumber_sleepers(self) -> None:
         """Give the sleepers held the orders 0, 1, ... in the order they wake (the heap's shape holds)."""
-        keys = self.wake_keys
-        ranked = sorted(range(self.sleepers), key=lambda at: keys[at])
-        keep: i64 = ~((ORDER_LIMIT - 1) << 1)
-        for rank in range(len(ranked)):
-            at = ranked[rank]
-            keys[at] = keys[at] & keep | rank << 1
-        self.pushed = len(ranked)
+        self.pushed = self.sleepers.renumber(ORDER_LIMIT - 1, 1)
 
     def sleeping(self) -> list[Warp]:
         """The warps asleep, the earliest to wake first."""
-        order = sorted(range(self.sleepers), key=lambda at: self.wake_keys[at])
-        return [cast(Warp, self.slot_warps[self.wake_slots[at]]) for at in order]
+        sleepers = self.sleepers
+        return [cast(Warp, self.slot_warps[sleepers.values[at]]) for at in sleepers.ranked()]
 
     # --- one cycle ---------------------------------------------------------------------------------------
     def cycle(self, now: int) -> None:
@@ -226,8 +179,9 @@ class SubPartition:
         ready, tallies = self.ready, self.counters.tallies
         pipe_free = self.pipe_free
         observer = self.observer
-        while self.sleepers and self.wake_keys[0] >> WAKE_SHIFT <= now:
-            key: int = self.wake_keys[0]  # (an int, as `now` is: a mix of the two would be boxed, compiled)
+        sleepers = self.sleepers
+        while sleepers.size and sleepers.keys[0] >> WAKE_SHIFT <= now:
+            key: int = sleepers.keys[0]  # (an int, as `now` is: a mix of the two would be boxed, compiled)
             warp = self.pop_sleeper()
             t = key >> WAKE_SHIFT
             tallies[warp.reason].cycles += t - warp.since
@@ -291,8 +245,8 @@ class SubPartition:
                             warp.since, warp.reason = soon, warp.timing.throttle_code
         # the next cycle this sub-partition can do anything
         nxt: int = INF
-        if self.sleepers:
-            nxt = self.wake_keys[0] >> WAKE_SHIFT
+        if sleepers.size:
+            nxt = sleepers.keys[0] >> WAKE_SHIFT
         if ready:
             soon = now + 1
             for warp in ready:

@@ -113,7 +113,7 @@ def test_an_mshr_table_waits_for_the_entry_that_frees_room_and_forgets_returned_
     for line in range(10, 100):  # stale entries are dropped in bulk, so the table stays bounded
         table.reserve(1, 1000 * line)
         table.add(line, FULL, 1000 * line + 10, DRAM, 1000 * line, 1000 * line)
-    assert len(table.entries) <= table.forget_at + 1 and table.ready_count < 128
+    assert len(table.entries) <= table.forget_at + 1 and len(table.due_back) < 128
 
 
 def test_an_l1_data_stage_passes_one_wavefront_a_clock():
