@@ -512,12 +512,15 @@ def table_host_counts(opts) -> str:
     d = _load("host-counts.json")
     if d is None:
         return "(no record yet: `python validation/host_counts.py`)\n"
-    rows = [[r["sms"], _n(r["warp_instructions"]), f"{r['host_instructions_per_warp_instruction']:,.0f}",
-             f"{r['d1_misses_per_warp_instruction']:.1f}", f"{r['ll_misses_per_warp_instruction']:.2f}"]
+    rows = [[r["sms"], r.get("blocks_per_sm", 2), _n(r["warp_instructions"]),
+             f"{r['host_instructions_per_warp_instruction']:,.0f}", f"{r['d1_misses_per_warp_instruction']:.1f}",
+             f"{r['ll_misses_per_warp_instruction']:.2f}",
+             f"{r['mispredicts_per_warp_instruction']:.1f}" if "mispredicts_per_warp_instruction" in r else ""]
             for r in d["rows"]]
     model = " ".join(d["rows"][0]["runs"][0].get("ll_model", "").split())  # (cachegrind pads it)
-    return (_table(["busy SMs", "warp-instructions counted", "host instructions / warp-inst",
-                    "L1 data misses / warp-inst", "last-level misses / warp-inst"], rows, "rrrrr")
+    return (_table(["busy SMs", "blocks an SM", "warp-instructions counted", "host instructions / warp-inst",
+                    "L1 data misses / warp-inst", "last-level misses / warp-inst",
+                    "mispredicted branches / warp-inst"], rows, "rrrrrrr")
             + f"\n({d['machine']}, {d['date']}, commit {d['commit']}; {model}; `{d['command']}`.)\n")
 
 
