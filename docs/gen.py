@@ -517,11 +517,13 @@ def table_host_counts(opts) -> str:
              f"{r['ll_misses_per_warp_instruction']:.2f}",
              f"{r['mispredicts_per_warp_instruction']:.1f}" if "mispredicts_per_warp_instruction" in r else ""]
             for r in d["rows"]]
-    model = " ".join(d["rows"][0]["runs"][0].get("ll_model", "").split())  # (cachegrind pads it)
+    run = d["rows"][0]["runs"][0]
+    model = "; ".join(" ".join(run[key].split()) for key in ("d1_model", "ll_model") if run.get(key))  # (padded)
+    cpu = f"{d['cpu']}, " if d.get("cpu") else ""
     return (_table(["busy SMs", "blocks an SM", "warp-instructions counted", "host instructions / warp-inst",
                     "L1 data misses / warp-inst", "last-level misses / warp-inst",
                     "mispredicted branches / warp-inst"], rows, "rrrrrrr")
-            + f"\n({d['machine']}, {d['date']}, commit {d['commit']}; {model}; `{d['command']}`.)\n")
+            + f"\n({cpu}{d['machine']}, {d['date']}, commit {d['commit']}; {model}; `{d['command']}`.)\n")
 
 
 def table_sampling_spread(opts) -> str:

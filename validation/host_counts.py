@@ -52,8 +52,10 @@ def count(sms: int, m: int, n: int, k: int) -> dict:
                str(sms)]
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
         out = Path(tmp, "out")
-        model = [line.removeprefix("desc:").strip() for line in out.read_text().splitlines()
-                 if line.startswith("desc:") and "LL cache" in line] if out.exists() else []
+        models = [line.removeprefix("desc:").strip() for line in out.read_text().splitlines()
+                  if line.startswith("desc:")] if out.exists() else []
+        model = [m for m in models if "LL cache" in m]
+        first = [m for m in models if "D1 cache" in m]
     if p.returncode != 0:
         raise SystemExit(f"host_counts: {' '.join(cmd[:3])} ... failed ({p.returncode}): {p.stderr.strip()[-300:]}")
 
@@ -68,7 +70,18 @@ def count(sms: int, m: int, n: int, k: int) -> dict:
     return {"sms": sms, "M": m, "N": n, "K": k, "warp_instructions": int(warp), "cycles": int(cycles),
             "host_instructions": summary("I refs"), "d1_misses": summary("D1 misses"),
             "ll_misses": summary("LL misses"), "mispredicts": summary("Mispredicts"),
-            "ll_model": model[0] if model else ""}
+            "ll_model": model[0] if model else "", "d1_model": first[0] if first else ""}
+
+
+def _cpu() -> str:
+    """The host processor's model name (Linux), which sets the first-level caches cachegrind models."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
 
 
 def main() -> None:
@@ -91,7 +104,7 @@ def main() -> None:
                      "mispredicts_per_warp_instruction": (long["mispredicts"] - short["mispredicts"]) / warp})
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     record = {"command": "python validation/host_counts.py", "commit": commit.strip(), "date": date.today().isoformat(),
-              "machine": f"{platform.machine()}, {platform.processor() or platform.platform()}",
+              "machine": f"{platform.machine()}, {platform.processor() or platform.platform()}", "cpu": _cpu(),
               "valgrind": subprocess.run(["valgrind", "--version"], capture_output=True, text=True).stdout.strip(),
               "workload": WORKLOAD, "arch": "h100", "rows": rows}
     args.out.write_text(json.dumps(record, indent=1) + "\n")
