@@ -160,7 +160,9 @@ class RunOptions:
     sample_trips: int | None = option(None, OptionInfo(
         "the sampled runs' hot loop at N/4, N/2 and N trips, each moved by one where its parity is not the loop's "
         "(default: chosen by the budget, at least 8); more trips settle better and cost more (the unsettled note "
-        "says what to try); samples the kernel whatever its size",
+        "says what to try); a loop of more than 8 N trips is projected further than the default plan ever does, "
+        "and a warning says the stated error does not cover a cost still changing; samples the kernel whatever "
+        "its size",
         unit="loop trips", range=f">= {MIN_SAMPLE_TRIPS}, at most half the loop's trips; not with --sample off",
         metavar="N", parse=parse_integer, vary="sample_trips",
         sweep_help="the sampled runs' loop trips where not varied (see gpusim run --help)"))

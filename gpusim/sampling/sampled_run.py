@@ -21,7 +21,7 @@ from ..stats.invariants import violations
 from ..trace import TraceKernel
 from ..workload import kernel_mix
 from . import parallel
-from .plan import Plan, Point, extend_trips, hot_loops, make_plan, midpoint_check, with_trips
+from .plan import Plan, Point, extend_trips, hot_loops, make_plan, midpoint_check, reach_warning, with_trips
 from .project import mib
 from .reuse import (BORDERLINE_FROM, bytes_between_reuses, reuse_between_waves, reuse_estimate, run_shadow_capacity,
                     shadow_capacity)
@@ -322,7 +322,8 @@ def run_sampled(kernel, spec, plan: Plan, mix, started: float, warnings: list, o
                                    "warp_instructions": r.metrics.get("smsp__inst_executed.sum")} for p, r in dropped]
         record["simulated_warp_instructions"] += sum(r.metrics.get("smsp__inst_executed.sum", 0) for _, r in dropped)
     last = results[-1]
-    for w in last.warnings + more:
+    reach = reach_warning(plan)
+    for w in last.warnings + more + ([reach] if reach else []):
         if w not in warnings:
             warnings.append(w)
     return attrs.evolve(last, params=dict(kernel.params), launch=launch_record(kernel), metrics=metrics,

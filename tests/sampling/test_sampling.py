@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import pytest
 
 from gpusim import GpusimError
 from gpusim.api import run
 from gpusim.arch import load_arch
+from gpusim.options import RunOptions, option_info
 from gpusim.stats.invariants import violations
-from gpusim.sampling.plan import AUTO_THRESHOLD, hot_loops, make_plan, with_trips
+from gpusim.sampling.plan import AUTO_THRESHOLD, MAX_REACH, hot_loops, make_plan, with_trips
 from gpusim.sampling.project import (additive, as_record, extrapolate, merge_decay, mib, project_line,
                                      with_decaying_merges)
 from gpusim.sampling.reuse import (borderline_reuse, lost_share, reuse_estimate, reuse_between_waves, shadow_capacity,
@@ -243,6 +245,22 @@ def test_sample_trips_runs_match_the_full_run_within_the_peaks():
         if trips == 16:
             assert s["gpu_sim_cycle"] == chosen.metrics["gpu_sim_cycle"]
     assert simulated[8] < simulated[16] == chosen.sampling["simulated_warp_instructions"]
+
+
+def test_sample_trips_reaching_past_the_default_plans_reach_says_its_error_does_not_cover_it():
+    """--sample-trips N on a loop of more than MAX_REACH * N trips: the record warns that the stated error takes the
+    cost of a trip as settled by N trips (the default plan never projects that far); within the reach, no word."""
+    far = run(GEMM, "h100", params=dict(SMALL_GEMM, K=2048), sample_trips=4)  # 64 trips from runs of at most 4
+    assert far.sampling["steady_state"]["trips"] == [0, 2, 4]  # (each of the loop's parity)
+    said = [w for w in far.warnings if "times as far" in w]
+    assert len(said) == 1 and "the loop's 64 trips from runs of at most 4, 16 times as far" in said[0]
+    assert f"at most {MAX_REACH} times" in said[0]
+    near = run(GEMM, "h100", params=SMALL_GEMM, sample_trips=4)  # 32 trips from 4: within the reach
+    assert not [w for w in near.warnings if "times as far" in w]
+    default = run(GEMM, "h100", params=dict(SMALL_GEMM, K=2048), sample="on")
+    assert not [w for w in default.warnings if "times as far" in w]
+    help_text = option_info(attrs.fields_dict(RunOptions)["sample_trips"]).description  # what --help says
+    assert f"more than {MAX_REACH} N trips" in " ".join(help_text.split())
 
 
 def test_wave_sampling_models_the_tail_and_matches_the_full_run():
