@@ -331,14 +331,14 @@ def reach_warning(plan: Plan) -> str | None:
     """Where --sample-trips has the projection reach past MAX_REACH times its longest run, what the stated error does
     not cover: it takes the cost of a trip as settled over the runs, and a cost still moving past them moves the
     answer by more (gemm_multistage 4096^3 on a100 at --sample-trips 8: its 128 trips projected from runs of at most
-    8, stated ~13.3%, +25.3% against the full run; the default plan ran it to 32 trips, +0.9%). None elsewhere."""
+    8, stated ~13.3%, +25.3% against the full run; the default plan ran it to 16 trips, +0.9%). None elsewhere."""
     longest = max((p.trips or 0 for p in plan.points if p.role == "projection"), default=0)
     if not plan.trips_asked or plan.trips is None or longest <= 0 or plan.trips <= MAX_REACH * longest:
         return None
     return (f"sampling: --sample-trips projects the loop's {plan.trips} trips from runs of at most {longest}, "
             f"{plan.trips / longest:.0f} times as far (the default plan reaches at most {MAX_REACH} times): the "
             f"stated error assumes the cost of a trip has settled by {longest} trips and does not cover one still "
-            f"changing; more trips, or the default plan, settle it")
+            f"changing (--sample-trips {-(-plan.trips // MAX_REACH)} or more, or the default plan, reach no further)")
 
 
 def _even_trips(cost, trips: int) -> bool:

@@ -254,7 +254,7 @@ def test_sample_trips_reaching_past_the_default_plans_reach_says_its_error_does_
     assert far.sampling["steady_state"]["trips"] == [0, 2, 4]  # (each of the loop's parity)
     said = [w for w in far.warnings if "times as far" in w]
     assert len(said) == 1 and "the loop's 64 trips from runs of at most 4, 16 times as far" in said[0]
-    assert f"at most {MAX_REACH} times" in said[0]
+    assert f"at most {MAX_REACH} times" in said[0] and "--sample-trips 8 or more" in said[0]
     near = run(GEMM, "h100", params=SMALL_GEMM, sample_trips=4)  # 32 trips from 4: within the reach
     assert not [w for w in near.warnings if "times as far" in w]
     default = run(GEMM, "h100", params=dict(SMALL_GEMM, K=2048), sample="on")
