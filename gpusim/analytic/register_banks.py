@@ -35,29 +35,21 @@ class RegisterBanks:
         self.banks = banks
         self.reads_per_bank = reads_per_bank
         self.bank_of: dict[str, int] = {}  # name -> bank, or NOT_BANKED
-        # sources -> extra cycles: once every name of a list is placed its answer never changes, and a workload's
-        # dynamic instructions repeat a few static source lists (each warp-instruction is a new object)
-        self.known: dict[tuple, int] = {}
-        # the same by the source list's number (gpusim.isa.inst.source_list; -1: not yet worked out): an index
-        # where the dict hashes the list at every instruction
+        # extra cycles by the source list's number (gpusim.isa.inst.source_list; -1: not yet worked out): once every
+        # name of a list is placed its answer never changes, and a workload's dynamic instructions repeat a few
+        # static source lists (each warp-instruction is a new object); the engine reads it by index
         self.known_lists: list[int] = []
 
     def conflicts(self, inst) -> int:
-        """Extra operand-collector cycles of a warp-instruction's sources, cached on the instruction (shared
-        instruction objects are counted once)."""
-        sources = inst.src
-        cycles = self.known.get(sources, -1) if type(sources) is tuple else -1
-        if cycles < 0:
-            cycles = self.extra_cycles(sources)
-            if type(sources) is tuple:
-                self.known[sources] = cycles
+        """Extra operand-collector cycles of a warp-instruction's sources (one whose list is not in known_lists
+        yet), cached on the instruction (shared instruction objects are counted once) and by its list's number."""
+        cycles = self.extra_cycles(inst.src)
         inst.bank_conflicts = cycles
-        number = getattr(inst, "src_list", -1)
-        if number >= 0 and type(sources) is tuple:
-            known = self.known_lists
-            if number >= len(known):
-                known.extend([-1] * (number + 1 - len(known)))
-            known[number] = cycles
+        known = self.known_lists
+        number = inst.src_list
+        if number >= len(known):
+            known.extend([-1] * (number + 1 - len(known)))
+        known[number] = cycles
         return cycles
 
     def extra_cycles(self, names) -> int:

@@ -8,7 +8,6 @@ full holds the load/store pipe (lg_throttle) until enough entries are free.
 
 from __future__ import annotations
 
-
 from .keyed_heap import KeyedHeap
 from .levels import LEVEL_BITS, LEVEL_MASK
 from .line_table import KEEP_AGAIN, MISSING, LineTable
@@ -51,7 +50,6 @@ class MshrTable:
         due_back = self.due_back
         return [due_back.keys[at] for at in due_back.ranked()]
 
-
     def add(self, line: int, mask: int, ready: int, level: int, now: int, floor: int) -> None:
         """A miss at `now` on the `mask` sectors of `line`: their data arrives at `ready` from `level`. `floor`:
         no later request comes before it (the entries back by then are stale for good)."""
@@ -73,4 +71,3 @@ class MshrTable:
         """Drop the entries whose data is back by `floor`, before which no request comes any more (stale: no
         reader takes them as in flight); drop again once the table has twice what is left, and some."""
         self.forget_at = self.entries.keep_after(floor, self.ready_shift)
-
